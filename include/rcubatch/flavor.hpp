@@ -1,0 +1,162 @@
+// rcubatch/flavor.hpp — compile-time traits over the liburcu 0.13.2 flavors.
+//
+// A flavor is a type with static functions; every rcubatch template takes one (default: memb).
+//
+//   rcubatch::flavor::memb   membarrier-based, the liburcu default; readers are cheap, a GP with a
+//                            busy reader costs ~17 µs here (two membarrier IPIs).
+//   rcubatch::flavor::qsbr   quiescent-state based: read_lock is free, threads must announce
+//                            quiescent states or go offline; GP ~300 ns here.
+//   rcubatch::flavor::mb     full barriers on the read side, GP ~160 ns here.
+//   rcubatch::flavor::bp     "bulletproof": lazy registration, fork-safe; GP ~17 µs here.
+//
+// Link the matching library (CMake: rcubatch::flavor_qsbr etc.). Only the prefixed liburcu headers
+// are included: the generic <urcu.h> defines macros named call_rcu, synchronize_rcu, rcu_barrier and
+// rcu_read_lock that would rewrite any C++ identifier with those names.
+//
+// A flavor provides: name, quiescent_state_based, register_thread, unregister_thread, read_lock,
+// read_unlock, read_ongoing, quiescent_state, thread_offline, thread_online, synchronize, call and
+// barrier — the `rcu_flavor` concept below checks it, so a test double (counting_flavor.hpp) can
+// stand in for liburcu.
+//
+// Misuse: flavors are raw; call the checked wrappers (read_guard, grace_domain) instead.
+#pragma once
+
+#include <concepts>
+#include <string_view>
+
+#include <urcu/urcu-bp.h>
+#include <urcu/urcu-mb.h>
+#include <urcu/urcu-memb.h>
+#include <urcu/urcu-qsbr.h>
+
+#include "rcubatch/fwd.hpp"
+
+// liburcu 0.13.2 guards <urcu/call-rcu.h> with one include guard for all flavors, so only the
+// first flavor header included above declares its call_rcu/barrier entry points. Declare all of
+// them; the signatures are the library's own, so repeating a declaration is harmless.
+extern "C" {
+void urcu_memb_call_rcu(struct rcu_head*, void (*)(struct rcu_head*));
+void urcu_memb_barrier(void);
+void urcu_qsbr_call_rcu(struct rcu_head*, void (*)(struct rcu_head*));
+void urcu_qsbr_barrier(void);
+void urcu_mb_call_rcu(struct rcu_head*, void (*)(struct rcu_head*));
+void urcu_mb_barrier(void);
+void urcu_bp_call_rcu(struct rcu_head*, void (*)(struct rcu_head*));
+void urcu_bp_barrier(void);
+}
+
+namespace rcubatch {
+
+using rcu_callback = void (*)(rcu_head*);
+
+template <class F>
+concept rcu_flavor = requires(rcu_head* head, rcu_callback cb) {
+  { F::name } -> std::convertible_to<std::string_view>;
+  { F::quiescent_state_based } -> std::convertible_to<bool>;
+  F::register_thread();
+  F::unregister_thread();
+  F::read_lock();
+  F::read_unlock();
+  { F::read_ongoing() } -> std::convertible_to<bool>;
+  F::quiescent_state();
+  F::thread_offline();
+  F::thread_online();
+  F::synchronize();
+  F::call(head, cb);
+  F::barrier();
+};
+
+namespace flavor {
+
+// One struct per flavor; the bodies only forward, so the four read alike on purpose.
+struct memb {
+  static constexpr std::string_view name = "memb";
+  static constexpr bool quiescent_state_based = false;
+  static void register_thread() noexcept { urcu_memb_register_thread(); }
+  static void unregister_thread() noexcept { urcu_memb_unregister_thread(); }
+  static void read_lock() noexcept { urcu_memb_read_lock(); }
+  static void read_unlock() noexcept { urcu_memb_read_unlock(); }
+  static bool read_ongoing() noexcept { return urcu_memb_read_ongoing() != 0; }
+  static void quiescent_state() noexcept {}
+  static void thread_offline() noexcept {}
+  static void thread_online() noexcept {}
+  static void synchronize() noexcept { urcu_memb_synchronize_rcu(); }
+  static void call(rcu_head* h, rcu_callback f) noexcept { urcu_memb_call_rcu(h, f); }
+  static void barrier() noexcept { urcu_memb_barrier(); }
+};
+
+struct qsbr {
+  static constexpr std::string_view name = "qsbr";
+  static constexpr bool quiescent_state_based = true;
+  static void register_thread() noexcept { urcu_qsbr_register_thread(); }
+  static void unregister_thread() noexcept { urcu_qsbr_unregister_thread(); }
+  static void read_lock() noexcept { urcu_qsbr_read_lock(); }
+  static void read_unlock() noexcept { urcu_qsbr_read_unlock(); }
+  /// True whenever the thread is online: under QSBR an online thread counts as a reader.
+  static bool read_ongoing() noexcept { return urcu_qsbr_read_ongoing() != 0; }
+  static void quiescent_state() noexcept { urcu_qsbr_quiescent_state(); }
+  static void thread_offline() noexcept { urcu_qsbr_thread_offline(); }
+  static void thread_online() noexcept { urcu_qsbr_thread_online(); }
+  static void synchronize() noexcept { urcu_qsbr_synchronize_rcu(); }
+  static void call(rcu_head* h, rcu_callback f) noexcept { urcu_qsbr_call_rcu(h, f); }
+  static void barrier() noexcept { urcu_qsbr_barrier(); }
+};
+
+struct mb {
+  static constexpr std::string_view name = "mb";
+  static constexpr bool quiescent_state_based = false;
+  static void register_thread() noexcept { urcu_mb_register_thread(); }
+  static void unregister_thread() noexcept { urcu_mb_unregister_thread(); }
+  static void read_lock() noexcept { urcu_mb_read_lock(); }
+  static void read_unlock() noexcept { urcu_mb_read_unlock(); }
+  static bool read_ongoing() noexcept { return urcu_mb_read_ongoing() != 0; }
+  static void quiescent_state() noexcept {}
+  static void thread_offline() noexcept {}
+  static void thread_online() noexcept {}
+  static void synchronize() noexcept { urcu_mb_synchronize_rcu(); }
+  static void call(rcu_head* h, rcu_callback f) noexcept { urcu_mb_call_rcu(h, f); }
+  static void barrier() noexcept { urcu_mb_barrier(); }
+};
+
+/// bp registers threads lazily on their first read_lock and has no unregister entry point.
+struct bp {
+  static constexpr std::string_view name = "bp";
+  static constexpr bool quiescent_state_based = false;
+  static void register_thread() noexcept { urcu_bp_register_thread(); }
+  static void unregister_thread() noexcept {}
+  static void read_lock() noexcept { urcu_bp_read_lock(); }
+  static void read_unlock() noexcept { urcu_bp_read_unlock(); }
+  static bool read_ongoing() noexcept { return urcu_bp_read_ongoing() != 0; }
+  static void quiescent_state() noexcept {}
+  static void thread_offline() noexcept {}
+  static void thread_online() noexcept {}
+  static void synchronize() noexcept { urcu_bp_synchronize_rcu(); }
+  static void call(rcu_head* h, rcu_callback f) noexcept { urcu_bp_call_rcu(h, f); }
+  static void barrier() noexcept { urcu_bp_barrier(); }
+};
+
+}  // namespace flavor
+
+static_assert(rcu_flavor<flavor::memb> && rcu_flavor<flavor::qsbr> && rcu_flavor<flavor::mb> &&
+              rcu_flavor<flavor::bp>);
+
+namespace detail {
+/// Read-side nesting depth as seen through read_guard, per thread and flavor. It is how rcubatch
+/// tells "inside a read-side section" under QSBR, where liburcu's own read_ongoing() means "online".
+template <class Flavor>
+inline thread_local unsigned read_depth = 0;
+}  // namespace detail
+
+/// True when the calling thread is inside a read-side section of Flavor, where blocking on a grace
+/// period deadlocks (memb, mb, bp) or silently drops the reader's protection (qsbr).
+template <class Flavor>
+bool in_read_section() noexcept {
+  if (detail::read_depth<Flavor> > 0) return true;
+  if constexpr (Flavor::quiescent_state_based) {
+    return false;
+  } else {
+    return Flavor::read_ongoing();
+  }
+}
+
+}  // namespace rcubatch

@@ -1,0 +1,85 @@
+// rcubatch/ref_count.hpp — a reference count that can wake a waiting batch on its last put.
+//
+//   obj.refs().hold();      // a holder (an in-flight packet, a cache) keeps obj alive
+//   ...
+//   obj.refs().put();       // the last put after unregistration wakes the batch's ref drain
+//
+// The registry's own link is not counted: a registered object with no holders has count 0. When a
+// batch starts draining it sets a flag bit in the same word; the put that brings the count to zero
+// with that bit set is the one that notifies — no polling, and no lost wake-up, because the flag
+// and the count change in one atomic word.
+//
+// Thread safety: hold and put from any thread. begin_drain from the draining thread only.
+// Memory ordering: put releases, the drain acquires, so everything a holder did happens before
+// the object is destroyed.
+// Misuse: put without hold (underflow), or hold on an object whose count already drained to zero
+// (nothing can legitimately find it any more), are diagnosed.
+// Cost: hold = one relaxed fetch_add; put = one acq_rel fetch_sub. A single shared counter: it
+// bounces between cores under heavy concurrent hold/put (the kernel uses per-CPU counters there).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include "rcubatch/misuse.hpp"
+
+namespace rcubatch {
+
+/// Told when a draining count reaches zero. Implemented by the batch's ref drain.
+class ref_release_listener {
+ public:
+  virtual void released(void* owner) noexcept = 0;
+
+ protected:
+  ~ref_release_listener() = default;
+};
+
+class ref_count {
+  static constexpr std::uint64_t kDraining = std::uint64_t{1} << 63;
+
+ public:
+  ref_count() = default;
+  ref_count(const ref_count&) = delete;
+  ref_count& operator=(const ref_count&) = delete;
+
+  void hold() noexcept {
+    const std::uint64_t old = word_.fetch_add(1, std::memory_order_relaxed);
+    if (old == kDraining) {
+      detail::diagnose_noexcept(misuse_kind::hold_after_drain,
+                                "hold() on an object whose references already drained to zero: "
+                                "it is unregistered and about to be destroyed");
+    }
+  }
+
+  void put() noexcept {
+    const std::uint64_t old = word_.fetch_sub(1, std::memory_order_acq_rel);
+    if ((old & ~kDraining) == 0) {
+      word_.fetch_add(1, std::memory_order_relaxed);  // undo: keep the count meaningful
+      detail::diagnose_noexcept(misuse_kind::ref_underflow, "put() without a matching hold()");
+      return;
+    }
+    // The drain wrote listener_/owner_ before setting kDraining; our acq_rel RMW saw the bit,
+    // so we see them. The object cannot be destroyed before released() is delivered.
+    if (old == (kDraining | 1)) listener_->released(owner_);
+  }
+
+  /// Current number of holders (a snapshot; exact only when nobody holds or puts concurrently).
+  std::uint64_t count() const noexcept { return word_.load(std::memory_order_acquire) & ~kDraining; }
+
+  /// Called once by the ref drain. Returns true when the count is already zero: no holder will
+  /// call the listener. Otherwise the put that reaches zero calls listener->released(owner).
+  bool begin_drain(ref_release_listener* listener, void* owner) noexcept {
+    listener_ = listener;
+    owner_ = owner;
+    const std::uint64_t old = word_.fetch_or(kDraining, std::memory_order_acq_rel);
+    return (old & ~kDraining) == 0;
+  }
+
+ private:
+  std::atomic<std::uint64_t> word_{0};
+  ref_release_listener* listener_ = nullptr;  // written by the drain before kDraining is set
+  void* owner_ = nullptr;
+};
+
+}  // namespace rcubatch
