@@ -21,7 +21,6 @@
 #include <cstddef>
 #include <memory>
 #include <new>
-#include <ranges>
 #include <utility>
 
 #include <boost/intrusive/slist.hpp>
@@ -37,9 +36,28 @@ struct retire_node : boost::intrusive::slist_base_hook<boost::intrusive::link_mo
   void (*dispose)(retire_node*) noexcept = nullptr;
 };
 
-/// What close_many receives: the objects that joined the batch in this round.
+/// What close_many receives: the objects that joined the batch in this round, in join order.
+/// (A plain subrange would do, but Boost.Intrusive's iterators do not declare their copies
+/// noexcept, and hooks taking the range by value must be checkable as noexcept.)
 template <class T>
-using object_range = std::ranges::subrange<typename detail::unreg_list<T>::iterator>;
+class object_range {
+ public:
+  using iterator = typename detail::unreg_list<T>::iterator;
+  object_range(iterator first, iterator last) noexcept : first_(first), last_(last) {}
+  object_range(const object_range& other) noexcept : first_(other.first_), last_(other.last_) {}
+  object_range& operator=(const object_range& other) noexcept {
+    first_ = other.first_;
+    last_ = other.last_;
+    return *this;
+  }
+  iterator begin() const noexcept { return first_; }
+  iterator end() const noexcept { return last_; }
+  bool empty() const noexcept { return first_ == last_; }
+
+ private:
+  iterator first_;
+  iterator last_;
+};
 
 namespace detail {
 struct batch_access;
