@@ -1,0 +1,415 @@
+// bench/bench_teardown.cpp — tearing down N registry objects: rollback_many against the floor (no
+// grace periods), the legacy one-object-at-a-time paths and call_rcu + rcu_barrier, for each
+// liburcu flavor; plus reader throughput, writer-lock hold time, ref-drain wake-up latency and the
+// machine's ping-pong figure. The peers (libcds, DPDK) live in peer_*.cpp and register through
+// bench_registry.hpp. Every case is registered from main() so quick and full mode differ only in
+// what they register; names are BM_<Subject>_<Scenario>/<flavor>/.../N:<n>.
+//
+//   bench_teardown --rcubatch_mode=quick|full [any --benchmark_* flag]
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "bench_registry.hpp"
+
+namespace rcubatch_bench {
+namespace {
+
+// --- the registry's teardown policy, as a real registry would write it --------------------------
+struct registry_policy {
+  registry* reg;
+  void unlist(bench_object& o) noexcept { reg->hash_remove(o); }   // primary index: before GP #1
+  void uninit(bench_object& o) noexcept { reg->list_remove(o); }   // secondary: before GP #2
+  void destroy(bench_object* o) noexcept { delete o; }
+};
+
+template <class Flavor>
+struct floor_tag {};
+
+void free_after_call_rcu(rcu_head* h) noexcept {
+  // rcu is bench_object's only rcu_head; recover the object from the member's address.
+  auto* base = reinterpret_cast<char*>(h) - reinterpret_cast<std::ptrdiff_t>(&static_cast<bench_object*>(nullptr)->rcu);
+  delete reinterpret_cast<bench_object*>(base);
+}
+
+void mark_all_registered(std::vector<bench_object*>& objs) {
+  for (auto* o : objs) o->mark_registered();
+}
+
+/// rollback_many over `objs` (pushed to a queue inside the timed region: dellink is part of it).
+template <class Flavor>
+double rollback_all(rcubatch::grace_domain<Flavor>& domain, registry& reg, std::vector<bench_object*>& objs) {
+  rcubatch::unreg_queue<bench_object> q;
+  for (auto* o : objs) q.push(*o);
+  const rcubatch::batch_stats s = rcubatch::rollback_many(q, registry_policy{&reg}, domain);
+  return s.grace_periods;
+}
+
+enum class method { rollback_many, floor, legacy_1gp, legacy_3gp, call_rcu_barrier };
+
+constexpr const char* method_name(method m) {
+  switch (m) {
+    case method::rollback_many: return "RollbackMany";
+    case method::floor: return "Floor";
+    case method::legacy_1gp: return "Legacy1GP";
+    case method::legacy_3gp: return "Legacy3GP";
+    case method::call_rcu_barrier: return "CallRcuBarrier";
+  }
+  return "?";
+}
+
+template <class Flavor>
+void bm_teardown(benchmark::State& st, method m, std::size_t n, int readers) {
+  using protocol = urcu_protocol<Flavor>;
+  switch (m) {
+    case method::rollback_many: {
+      rcubatch::grace_domain<Flavor> domain;
+      run_teardown_case<protocol>(st, n, readers, [&](registry& reg, std::vector<bench_object*>& objs) {
+        return rollback_all(domain, reg, objs);
+      }, &mark_all_registered);
+      break;
+    }
+    case method::floor: {
+      // The same rollback_many with a flavor that counts GPs and waits for none; readers still run
+      // the real flavor's read side, so they load the same cache lines.
+      using fake = rcubatch::counting_flavor<floor_tag<Flavor>>;
+      rcubatch::grace_domain<fake> domain;
+      run_teardown_case<protocol>(st, n, readers, [&](registry& reg, std::vector<bench_object*>& objs) {
+        return rollback_all(domain, reg, objs);
+      }, &mark_all_registered);
+      break;
+    }
+    case method::legacy_1gp:
+      // Each object its own batch: unlink, synchronize_rcu, free (raw liburcu, no library).
+      run_teardown_case<protocol>(st, n, readers, [](registry& reg, std::vector<bench_object*>& objs) {
+        for (auto* o : objs) {
+          reg.hash_remove(*o);
+          reg.list_remove(*o);
+          Flavor::synchronize();
+          delete o;
+        }
+        return static_cast<double>(objs.size());
+      });
+      break;
+    case method::legacy_3gp:
+      // Linux 2.6.32 unregister_netdevice, per object: unlist, GP; notify + uninit, GP;
+      // run_todo's GP; free.
+      run_teardown_case<protocol>(st, n, readers, [](registry& reg, std::vector<bench_object*>& objs) {
+        for (auto* o : objs) {
+          reg.hash_remove(*o);
+          Flavor::synchronize();
+          reg.list_remove(*o);
+          Flavor::synchronize();
+          Flavor::synchronize();
+          delete o;
+        }
+        return 3.0 * static_cast<double>(objs.size());
+      });
+      break;
+    case method::call_rcu_barrier: {
+      // call_rcu takes the read lock internally: the writer must be registered. Under qsbr it is
+      // online only while it queues, so the worker's grace periods never wait for it.
+      rcubatch::thread_registration<Flavor> writer;
+      Flavor::thread_offline();
+      run_teardown_case<protocol>(st, n, readers, [](registry& reg, std::vector<bench_object*>& objs) {
+        Flavor::thread_online();
+        for (auto* o : objs) {
+          reg.hash_remove(*o);
+          reg.list_remove(*o);
+          Flavor::call(&o->rcu, &free_after_call_rcu);
+        }
+        Flavor::thread_offline();
+        Flavor::barrier();  // time until everything is freed
+        return -1.0;        // the worker's GPs are not ours to count
+      });
+      break;
+    }
+  }
+}
+
+// --- reader throughput while batches run back to back -------------------------------------------
+template <class Flavor>
+void bm_reader_throughput(benchmark::State& st, bool writer, std::size_t n, std::size_t batch, int readers) {
+  registry reg(n + batch);
+  std::vector<bench_object*> stable = reg.populate(n);  // readers look these up
+  rcubatch::grace_domain<Flavor> domain;
+  double lookups = 0, window_s = 0, batches = 0;
+  {
+    reader_group<urcu_protocol<Flavor>> rg(reg, readers);
+    for (auto _ : st) {
+      const auto l0 = rg.lookups();
+      const auto t0 = clock::now();
+      constexpr double kWindow = 0.2;
+      if (writer) {
+        while (seconds_since(t0) < kWindow) {
+          std::vector<bench_object*> doomed = reg.populate(batch, /*publish=*/false);
+          mark_all_registered(doomed);
+          rollback_all(domain, reg, doomed);
+          ++batches;
+        }
+      } else {
+        std::this_thread::sleep_for(std::chrono::duration<double>(kWindow));
+      }
+      const double s = seconds_since(t0);
+      st.SetIterationTime(s);
+      window_s += s;
+      lookups += static_cast<double>(rg.lookups() - l0);
+    }
+  }
+  for (auto* o : stable) delete o;  // never registered: plain delete is allowed
+  st.counters["lookups_per_s_per_reader"] = lookups / window_s / readers;
+  st.counters["batches_per_s"] = batches / window_s;
+  st.counters["N"] = static_cast<double>(n);
+  st.counters["batch"] = static_cast<double>(batch);
+  st.counters["readers"] = readers;
+}
+
+// --- writer-lock hold time: default vs unlock_during_waits --------------------------------------
+template <class Flavor>
+void bm_lock_hold(benchmark::State& st, bool unlock_during_waits, std::size_t n, int readers) {
+  rcubatch::grace_domain<Flavor> domain;
+  std::mutex writer_mutex;
+  double hold_ns = 0, elapsed_ns = 0, gps = 0;
+  run_teardown_case<urcu_protocol<Flavor>>(st, n, readers, [&](registry& reg, std::vector<bench_object*>& objs) {
+    writer_mutex.lock();
+    rcubatch::unreg_queue<bench_object> q;
+    for (auto* o : objs) q.push(*o);
+    const rcubatch::batch_stats s =
+        unlock_during_waits
+            ? rcubatch::rollback_many(q, registry_policy{&reg}, domain, rcubatch::unlock_during_waits(writer_mutex))
+            : rcubatch::rollback_many(q, registry_policy{&reg}, domain);
+    writer_mutex.unlock();
+    hold_ns += static_cast<double>(s.lock_hold.count());
+    elapsed_ns += static_cast<double>(s.elapsed.count());
+    gps += s.grace_periods;
+    return static_cast<double>(s.grace_periods);
+  }, &mark_all_registered);
+  const double it = static_cast<double>(st.iterations());
+  st.counters["lock_hold_us"] = hold_ns / it / 1e3;
+  st.counters["batch_elapsed_us"] = elapsed_ns / it / 1e3;
+  st.counters["lock_hold_fraction"] = elapsed_ns > 0 ? hold_ns / elapsed_ns : 0.0;
+}
+
+// --- ref drain: last put -> destroyed ------------------------------------------------------------
+struct timed_destroy_policy {
+  registry* reg;
+  std::size_t* remaining;
+  clock::time_point* last_destroyed;
+  void unlist(bench_object& o) noexcept { reg->hash_remove(o); }
+  void uninit(bench_object& o) noexcept { reg->list_remove(o); }
+  void destroy(bench_object* o) noexcept {
+    delete o;
+    if (--*remaining == 0) *last_destroyed = clock::now();
+  }
+};
+
+template <class Flavor>
+void bm_ref_drain(benchmark::State& st, std::size_t n) {
+  registry reg(n);
+  rcubatch::grace_domain<Flavor> domain;
+  double total_s = 0, longest_wait_s = 0;
+  for (auto _ : st) {
+    std::vector<bench_object*> objs = reg.populate(n);
+    mark_all_registered(objs);
+    for (auto* o : objs) o->refs().hold();
+    std::size_t remaining = n;
+    clock::time_point destroyed_at{}, last_put_at{};
+    // The holder sees the drain start (the first-queued object is marked unregistered last), then
+    // drops every reference; the timestamp is taken right before the last put.
+    std::thread holder([&] {
+      while (objs.front()->state() != rcubatch::reg_state::unregistered) {
+      }
+      for (std::size_t i = n; i-- > 1;) objs[i]->refs().put();
+      last_put_at = clock::now();
+      objs[0]->refs().put();
+    });
+    rcubatch::unreg_queue<bench_object> q;
+    for (auto* o : objs) q.push(*o);
+    const auto s = rcubatch::rollback_many(q, timed_destroy_policy{&reg, &remaining, &destroyed_at}, domain);
+    holder.join();
+    const double lat = std::chrono::duration<double>(destroyed_at - last_put_at).count();
+    st.SetIterationTime(lat);
+    total_s += lat;
+    longest_wait_s += std::chrono::duration<double>(s.longest_drain_wait).count();
+  }
+  const double it = static_cast<double>(st.iterations());
+  st.counters["wake_latency_us"] = total_s / it * 1e6;
+  st.counters["longest_drain_wait_us"] = longest_wait_s / it * 1e6;
+  st.counters["N"] = static_cast<double>(n);
+}
+
+void bm_ping_pong(benchmark::State& st) {
+  double sum = 0;
+  for (auto _ : st) {
+    const double ns = ping_pong_ns(100'000);
+    st.SetIterationTime(ns * 1e-9);
+    sum += ns;
+  }
+  st.counters["roundtrip_ns"] = sum / static_cast<double>(st.iterations());
+}
+
+// --- registration --------------------------------------------------------------------------------
+std::set<std::string> g_registered;  // the goal set registers first; later loops skip duplicates
+
+std::string case_name(const char* subject, std::string_view flavor, int readers, std::size_t n) {
+  return std::string("BM_Teardown_") + subject + "/" + std::string(flavor) + "/readers:" + std::to_string(readers) +
+         "/N:" + std::to_string(n);
+}
+
+int teardown_iterations(method m, std::string_view flavor, std::size_t n, bool full) {
+  const bool slow_gp = flavor == "memb" || flavor == "bp";
+  switch (m) {
+    case method::legacy_1gp:
+    case method::legacy_3gp: {
+      const std::size_t budget = slow_gp ? (full ? 40'000 : 20'000) : (full ? 400'000 : 200'000);
+      return static_cast<int>(std::clamp<std::size_t>(budget / n, 1, 20));
+    }
+    case method::call_rcu_barrier: return iterations_for(n, full, full ? 10 : 5);  // >= 10 ms each
+    default: return iterations_for(n, full);
+  }
+}
+
+/// Largest N a legacy case runs at: one memb/bp GP with a busy reader costs ~17 µs here, so
+/// legacy-3GP at 1e6 would take ~57 s per iteration (shared/DESIGN.md). qsbr/mb GPs cost <1 µs.
+std::size_t legacy_cap(std::string_view flavor, bool full) {
+  const bool slow_gp = flavor == "memb" || flavor == "bp";
+  if (slow_gp) return full ? 100'000 : 10'000;
+  return full ? 1'000'000 : 100'000;
+}
+
+template <class Flavor>
+void add_teardown(method m, std::size_t n, int readers, bool full) {
+  if ((m == method::legacy_1gp || m == method::legacy_3gp) && n > legacy_cap(Flavor::name, full)) return;
+  const std::string name = case_name(method_name(m), Flavor::name, readers, n);
+  if (!g_registered.insert(name).second) return;
+  benchmark::RegisterBenchmark(name.c_str(), [m, n, readers](benchmark::State& st) { bm_teardown<Flavor>(st, m, n, readers); })
+      ->Iterations(teardown_iterations(m, Flavor::name, n, full))
+      ->UseManualTime()
+      ->Unit(benchmark::kMicrosecond);
+}
+
+void add_ping_pong(const char* when) {
+  benchmark::RegisterBenchmark((std::string("BM_System_PingPong/") + when).c_str(), bm_ping_pong)
+      ->Iterations(5)
+      ->UseManualTime()
+      ->Unit(benchmark::kNanosecond);
+}
+
+constexpr method kMethods[] = {method::rollback_many, method::floor, method::legacy_1gp, method::legacy_3gp,
+                               method::call_rcu_barrier};
+
+template <class Flavor>
+void add_flavor(const run_config& cfg) {
+  for (int r : cfg.reader_counts)
+    for (std::size_t n : cfg.sizes)
+      for (method m : kMethods) {
+        // Quick mode sweeps N with one reader and sweeps readers at N = 1e4 only.
+        if (!cfg.full && r != 1 && n != 10'000) continue;
+        add_teardown<Flavor>(m, n, r, cfg.full);
+      }
+}
+
+template <class Flavor>
+void add_extras(const run_config& cfg) {
+  const std::string f(Flavor::name);
+  for (bool writer : {false, true}) {
+    const std::string name = "BM_Readers_Throughput/" + f + (writer ? "/writer:rollback_many" : "/writer:none") +
+                             "/readers:1/N:10000/batch:1000";
+    benchmark::RegisterBenchmark(name.c_str(), [writer](benchmark::State& st) {
+      bm_reader_throughput<Flavor>(st, writer, 10'000, 1'000, 1);
+    })->Iterations(cfg.full ? 10 : 3)->UseManualTime()->Unit(benchmark::kMillisecond);
+  }
+  for (std::size_t n : {std::size_t{100}, std::size_t{10'000}}) {
+    for (bool unlock : {false, true}) {
+      const std::string name = "BM_WriterLock_Hold/" + f + (unlock ? "/unlock_during_waits" : "/default") +
+                               "/readers:1/N:" + std::to_string(n);
+      benchmark::RegisterBenchmark(name.c_str(), [unlock, n](benchmark::State& st) {
+        bm_lock_hold<Flavor>(st, unlock, n, 1);
+      })->Iterations(iterations_for(n, cfg.full, 100))->UseManualTime()->Unit(benchmark::kMicrosecond);
+    }
+  }
+  for (std::size_t n : {std::size_t{1}, std::size_t{1000}}) {
+    const std::string name = "BM_RefDrain_WakeLatency/" + f + "/N:" + std::to_string(n);
+    benchmark::RegisterBenchmark(name.c_str(), [n](benchmark::State& st) { bm_ref_drain<Flavor>(st, n); })
+        ->Iterations(cfg.full ? 200 : 50)
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond);
+  }
+}
+
+void register_all(const run_config& cfg) {
+  // 1. The goal set (memb, one reader, N = 1e4), back to back between two ping-pong probes, so
+  //    the ratios come from adjacent measurements in one machine state.
+  add_ping_pong("before_goal_set");
+  for (method m : kMethods) add_teardown<rcubatch::flavor::memb>(m, 10'000, 1, cfg.full);
+#ifdef RCUBATCH_BENCH_HAVE_LIBCDS
+  register_libcds_goal_case(cfg);
+#endif
+#ifdef RCUBATCH_BENCH_HAVE_DPDK
+  register_dpdk_goal_case(cfg);
+#endif
+  add_ping_pong("after_goal_set");
+
+  // 2. Scaling: every flavor, every N; the peers (their own read sides).
+  add_flavor<rcubatch::flavor::memb>(cfg);
+#ifdef RCUBATCH_BENCH_HAVE_LIBCDS
+  register_libcds_benchmarks(cfg);
+#endif
+#ifdef RCUBATCH_BENCH_HAVE_DPDK
+  register_dpdk_benchmarks(cfg);
+#endif
+  add_ping_pong("after_memb");
+  add_flavor<rcubatch::flavor::qsbr>(cfg);
+  add_flavor<rcubatch::flavor::mb>(cfg);
+  add_flavor<rcubatch::flavor::bp>(cfg);
+
+  // 3. Reader throughput, lock hold, ref-drain latency.
+  add_extras<rcubatch::flavor::memb>(cfg);
+  if (cfg.full) add_extras<rcubatch::flavor::qsbr>(cfg);
+  add_ping_pong("end");
+}
+
+}  // namespace
+}  // namespace rcubatch_bench
+
+int main(int argc, char** argv) {
+  using namespace rcubatch_bench;
+  run_config cfg;
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--rcubatch_mode=full") == 0) cfg.full = true;
+    else if (std::strcmp(argv[i], "--rcubatch_mode=quick") == 0) cfg.full = false;
+    else args.push_back(argv[i]);
+  }
+  cfg.sizes = {100, 1'000, 10'000, 100'000, 1'000'000};
+  cfg.reader_counts = {1, 0, 2};
+
+  configure_allocator_for_bench();
+#ifdef RCUBATCH_BENCH_HAVE_DPDK
+  // EAL pins the calling thread and must run before other threads exist.
+  const std::string dpdk_error = dpdk_init();
+  benchmark::AddCustomContext("dpdk_eal", dpdk_error.empty() ? "ok" : dpdk_error);
+#else
+  benchmark::AddCustomContext("dpdk_eal", "not built (libdpdk-dev not found)");
+#endif
+#ifndef RCUBATCH_BENCH_HAVE_LIBCDS
+  benchmark::AddCustomContext("libcds", "not built (libcds-dev not found)");
+#endif
+  benchmark::AddCustomContext("rcubatch_mode", cfg.full ? "full" : "quick");
+  benchmark::AddCustomContext("ping_pong_ns_at_start", std::to_string(ping_pong_ns()));
+
+  register_all(cfg);
+  int gb_argc = static_cast<int>(args.size());
+  benchmark::Initialize(&gb_argc, args.data());
+  if (benchmark::ReportUnrecognizedArguments(gb_argc, args.data())) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  std::printf("ping-pong at end: %.0f ns\n", ping_pong_ns());
+  return 0;
+}

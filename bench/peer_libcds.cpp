@@ -1,0 +1,84 @@
+// bench/peer_libcds.cpp — peer: libcds URCU general_buffered (Debian libcds-dev 2.3.3).
+//
+// What a libcds user writes: unlink the object, then gc::retire_ptr(p, free). general_buffered
+// stamps each retired pointer with the current epoch into a bounded buffer (default capacity 256,
+// kept here as users get it); when the buffer fills, the retiring thread runs a grace period
+// (two flip_and_wait passes under a mutex) and frees what expired. "Time until all freed" ends
+// with gc::synchronize(), which runs one more grace period and empties the buffer.
+// Readers use libcds' own read side (scoped_lock) on the same registry.
+#include <cds/init.h>
+#include <cds/threading/model.h>
+#include <cds/urcu/general_buffered.h>
+
+#include "bench_registry.hpp"
+
+namespace rcubatch_bench {
+namespace {
+
+using rcu_gpb = cds::urcu::gc<cds::urcu::general_buffered<>>;
+
+rcu_gpb& rcu_singleton() {
+  static const bool initialized = [] {
+    cds::Initialize();
+    return true;
+  }();
+  (void)initialized;
+  static rcu_gpb* rcu = new rcu_gpb();  // lives for the process: readers of later cases use it
+  return *rcu;
+}
+
+struct libcds_protocol {
+  struct thread_scope {
+    explicit thread_scope(int) { cds::threading::Manager::attachThread(); }
+    ~thread_scope() { cds::threading::Manager::detachThread(); }
+    thread_scope(const thread_scope&) = delete;
+    thread_scope& operator=(const thread_scope&) = delete;
+  };
+  template <class F>
+  static auto read(int, F&& f) {
+    rcu_gpb::scoped_lock lock;
+    return f();
+  }
+  static void quiescent(int) {}
+};
+
+void free_object(void* p) { delete static_cast<bench_object*>(p); }
+
+void bm_libcds_retire(benchmark::State& st, std::size_t n, int readers) {
+  rcu_singleton();
+  run_teardown_case<libcds_protocol>(st, n, readers, [](registry& reg, std::vector<bench_object*>& objs) {
+    for (auto* o : objs) {
+      reg.hash_remove(*o);
+      reg.list_remove(*o);
+      rcu_gpb::retire_ptr(o, &free_object);
+    }
+    rcu_gpb::synchronize();  // time until everything is freed
+    return -1.0;             // GPs run inside retire_ptr when the buffer fills: about N/256 + 1
+  });
+  st.counters["buffer_capacity"] = static_cast<double>(rcu_gpb::capacity());
+}
+
+void add_case(std::size_t n, int readers, bool full) {
+  const std::string name = "BM_Teardown_LibcdsRetire/general_buffered/readers:" + std::to_string(readers) +
+                           "/N:" + std::to_string(n);
+  benchmark::RegisterBenchmark(name.c_str(), [n, readers](benchmark::State& st) { bm_libcds_retire(st, n, readers); })
+      ->Iterations(iterations_for(n, full))
+      ->UseManualTime()
+      ->Unit(benchmark::kMicrosecond);
+}
+
+
+}  // namespace
+
+void register_libcds_goal_case(const run_config& cfg) { add_case(10'000, 1, cfg.full); }
+
+void register_libcds_benchmarks(const run_config& cfg) {
+  for (int r : cfg.reader_counts)
+    for (std::size_t n : cfg.sizes) {
+      if (!cfg.full && r != 1 && n != 10'000) continue;
+      if (r == 1 && n == 10'000) continue;  // registered with the goal set
+      add_case(n, r, cfg.full);
+    }
+}
+
+}  // namespace rcubatch_bench
