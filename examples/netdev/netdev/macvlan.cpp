@@ -1,0 +1,92 @@
+#include "netdev/macvlan.hpp"
+
+#include <cstring>
+
+namespace netdev {
+
+namespace {
+unsigned long hash_mac(const mac_address& m) noexcept {
+  unsigned long x = 0;
+  std::memcpy(&x, m.data(), m.size());
+  return mix_hash(x);
+}
+struct mac_is {
+  const mac_address& mac;
+  bool operator()(cds_lfht_node* n) const noexcept { return device_hash_node::owner(n)->mac == mac; }
+};
+}  // namespace
+
+net_device* macvlan_port::lookup(const mac_address& mac) const noexcept {
+  cds_lfht_node* n = by_mac_.find(hash_mac(mac), mac_is{mac});
+  return n == nullptr ? nullptr : device_hash_node::owner(n);
+}
+
+void macvlan_port::detach(net_device& mv) noexcept { members_.erase(members_.iterator_to(std::get<macvlan_link>(mv.link))); }
+
+void macvlan_port::hash_add(net_device& mv) {
+  auto& l = std::get<macvlan_link>(mv.link);
+  l.mac_node.dev = &mv;
+  by_mac_.add(hash_mac(mv.mac), &l.mac_node.node);
+  l.hashed = true;
+}
+
+bool macvlan_port::hash_del(net_device& mv, grace_periods& gps) noexcept {
+  auto& l = std::get<macvlan_link>(mv.link);
+  if (!l.hashed) return false;
+  by_mac_.remove(&l.mac_node.node);
+  l.hashed = false;
+  return gps.synchronize_unless_dismantling(mv);
+}
+
+namespace macvlan {
+
+std::string check_newlink(const net_device& lower) {
+  if (lower.kind == link_kind::ipip || lower.kind == link_kind::gre) return "cannot add a macvlan on a tunnel";
+  return {};
+}
+
+void attach(net_device& mv, net_device& lower, const rcu_flavor_struct* flavor) {
+  auto& l = mv.link.emplace<macvlan_link>();
+  l.self = &mv;
+  l.lower = &lower;
+  macvlan_port* port = lower.macvlans.load(std::memory_order_relaxed);
+  if (port == nullptr) {
+    port = new macvlan_port(flavor);
+    lower.macvlans.store(port, std::memory_order_release);
+  }
+  l.port = port;
+  port->attach(mv);
+  lower.refs().hold();
+}
+
+void open(net_device& mv) { std::get<macvlan_link>(mv.link).port->hash_add(mv); }
+
+void stop(net_device& mv, grace_periods& gps) noexcept { std::get<macvlan_link>(mv.link).port->hash_del(mv, gps); }
+
+bool uninit(net_device& mv, unreg_context& batch) noexcept {
+  auto& l = std::get<macvlan_link>(mv.link);
+  l.port->detach(mv);
+  if (l.port->empty()) {
+    l.lower->macvlans.store(nullptr, std::memory_order_release);
+    batch.retire(*l.port);
+  }
+  return true;
+}
+
+void release_lower(net_device& mv) noexcept { std::get<macvlan_link>(mv.link).lower->refs().put(); }
+
+std::vector<net_device*> dependents(net_device& lower) {
+  std::vector<net_device*> out;
+  if (macvlan_port* p = lower.macvlans.load(std::memory_order_relaxed))
+    p->for_each_member([&](net_device& d) { out.push_back(&d); });
+  return out;
+}
+
+void cascade::on_event(const netdev_event& e) noexcept {
+  if (e.kind != netdev_event_kind::unregister) return;
+  if (macvlan_port* p = e.dev->macvlans.load(std::memory_order_relaxed))
+    p->for_each_member([&](net_device& d) { e.batch->queue(d); });
+}
+
+}  // namespace macvlan
+}  // namespace netdev

@@ -1,0 +1,135 @@
+// netdev/net_device.hpp — the registered object: a network device, as the registry and readers see it.
+//
+// One struct for every link type; the type-specific part sits in `link` (a vlan's lower device and
+// VID, a macvlan's port, a tunnel's parameters). What readers may touch — name, ifindex, kind, mac,
+// up, link — is fixed before the device is published, or atomic. Everything else is the writer's,
+// under the registry lock.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include <boost/intrusive/list.hpp>
+#include <rcubatch/registrable.hpp>
+#include <urcu/list.h>
+
+#include "netdev/ipv4.hpp"
+#include "netdev/rcu_table.hpp"
+#include "netdev/route.hpp"
+
+namespace netdev {
+
+struct net_device;
+class netns;
+class vlan_group;
+class macvlan_port;
+
+enum class link_kind : unsigned char { dummy, vlan, macvlan, ipip, gre };
+std::string_view to_string(link_kind k) noexcept;
+std::optional<link_kind> parse_link_kind(std::string_view s) noexcept;
+
+using mac_address = std::array<std::uint8_t, 6>;
+
+/// An rculfhash node that knows its device. net_device is not standard-layout (it derives from
+/// registrable), so offsetof-based container_of on it is not portable; this small struct is.
+struct device_hash_node {
+  cds_lfht_node node{};
+  net_device* dev = nullptr;
+  static net_device* owner(cds_lfht_node* n) noexcept { return caa_container_of(n, device_hash_node, node)->dev; }
+};
+
+/// The same for the namespace's device list.
+struct device_list_node {
+  cds_list_head link{};
+  net_device* dev = nullptr;
+  static net_device* owner(cds_list_head* l) noexcept { return caa_container_of(l, device_list_node, link)->dev; }
+};
+std::string to_string(const mac_address& m);
+
+struct vlan_link {
+  net_device* self = nullptr;
+  net_device* lower = nullptr;  // held (refs) for the vlan's lifetime, like dev_hold(real_dev)
+  std::uint16_t vid = 0;
+  boost::intrusive::list_member_hook<> group_hook;  // vlan_group::members_; writer lock
+};
+
+struct macvlan_link {
+  net_device* self = nullptr;
+  net_device* lower = nullptr;  // held for the macvlan's lifetime
+  macvlan_port* port = nullptr;
+  device_hash_node mac_node{};  // in the port's MAC hash while UP
+  bool hashed = false;          // writer lock
+  boost::intrusive::list_member_hook<> port_hook;  // macvlan_port::members_; writer lock
+};
+
+struct tunnel_params {
+  ipv4 remote = 0;
+  ipv4 local = 0;
+  std::uint32_t key = 0;
+  bool has_key = false;
+  bool oseq = false;  // gre: stamp an output sequence number, which needs the tx lock
+  friend bool operator==(const tunnel_params&, const tunnel_params&) = default;
+};
+
+/// Transmit statistics, one slot per sending thread: no shared counter bounces between cores
+/// (the kernel's per-CPU tstats); a reader sums the slots.
+struct alignas(64) tx_stats_slot {
+  std::atomic<std::uint64_t> packets{0};
+  std::atomic<std::uint64_t> bytes{0};
+};
+inline constexpr std::size_t kTxStatSlots = 32;
+
+struct tunnel_link {
+  tunnel_params params;          // fixed at creation; read by xmit under RCU through the device
+  device_hash_node node{};       // in the namespace's ipip or gre tunnel table
+  bool lltx = true;              // lockless xmit allowed (false with oseq, or in legacy mode)
+  alignas(64) std::mutex tx_lock;  // the per-device xmit lock (HARD_TX_LOCK) when !lltx
+  std::uint32_t o_seqno = 0;     // guarded by tx_lock
+  std::array<tx_stats_slot, kTxStatSlots> stats{};
+};
+
+struct net_device : rcubatch::registrable<net_device> {
+  static constexpr std::uint32_t kAlive = 0x6e657464;
+  static constexpr std::uint32_t kDead = 0xdeaddead;
+
+  net_device(std::string n, link_kind k, netns& owner, int index);
+  ~net_device() { magic.store(kDead, std::memory_order_relaxed); }
+
+  bool is_up() const noexcept { return up.load(std::memory_order_acquire); }
+
+  // Readers check it: a reader that sees kDead found a destroyed device (ASan reports it too).
+  std::atomic<std::uint32_t> magic{kAlive};
+  const std::string name;
+  const int ifindex;
+  const link_kind kind;
+  netns* const ns;
+  const mac_address mac;
+  std::atomic<bool> up{false};  // IFF_UP; changed under the writer lock
+
+  // The namespace's indexes (netns.hpp).
+  device_hash_node name_node{};
+  device_hash_node index_node{};
+  device_list_node list_node{};  // the namespace's device list (liburcu rculist)
+
+  // As a lower device: published with release stores, read by receive-side lookups.
+  std::atomic<vlan_group*> vlans{nullptr};
+  std::atomic<macvlan_port*> macvlans{nullptr};
+
+  // As an upper device or tunnel.
+  std::variant<std::monostate, vlan_link, macvlan_link, tunnel_link> link;
+
+  // Writer lock only.
+  std::vector<ipv4_prefix> addresses;
+  boost::intrusive::list<route, boost::intrusive::member_hook<route, boost::intrusive::list_member_hook<>,
+                                                              &route::dev_hook>>
+      routes;
+};
+
+}  // namespace netdev

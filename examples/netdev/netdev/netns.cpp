@@ -1,0 +1,54 @@
+#include "netdev/netns.hpp"
+
+namespace netdev {
+
+namespace {
+struct name_is {
+  std::string_view name;
+  bool operator()(cds_lfht_node* n) const noexcept { return device_hash_node::owner(n)->name == name; }
+};
+struct index_is {
+  int ifindex;
+  bool operator()(cds_lfht_node* n) const noexcept { return device_hash_node::owner(n)->ifindex == ifindex; }
+};
+unsigned long hash_index(int ifindex) noexcept { return mix_hash(static_cast<unsigned long>(ifindex)); }
+}  // namespace
+
+netns::netns(std::string name, const rcu_flavor_struct* flavor)
+    : name_(std::move(name)), by_name_(flavor), by_index_(flavor), fib_(flavor), ipip_(flavor), gre_(flavor) {
+  CDS_INIT_LIST_HEAD(&devices_);
+}
+
+netns::~netns() = default;
+
+void netns::publish(net_device& dev) {
+  // Indexes first, list last: a reader walking the list only meets fully indexed devices.
+  by_name_.add(hash_name(dev.name), &dev.name_node.node);
+  by_index_.add(hash_index(dev.ifindex), &dev.index_node.node);
+  cds_list_add_tail_rcu(&dev.list_node.link, &devices_);
+  ++count_;
+}
+
+void netns::unpublish(net_device& dev) noexcept {
+  cds_list_del_rcu(&dev.list_node.link);
+  by_name_.remove(&dev.name_node.node);
+  by_index_.remove(&dev.index_node.node);
+  --count_;
+}
+
+net_device* netns::find_locked(std::string_view name) const noexcept {
+  cds_lfht_node* n = by_name_.find_locked(hash_name(name), name_is{name});
+  return n == nullptr ? nullptr : device_hash_node::owner(n);
+}
+
+net_device* netns::lookup_name(std::string_view name) const noexcept {
+  cds_lfht_node* n = by_name_.find(hash_name(name), name_is{name});
+  return n == nullptr ? nullptr : device_hash_node::owner(n);
+}
+
+net_device* netns::lookup_index(int ifindex) const noexcept {
+  cds_lfht_node* n = by_index_.find(hash_index(ifindex), index_is{ifindex});
+  return n == nullptr ? nullptr : device_hash_node::owner(n);
+}
+
+}  // namespace netdev

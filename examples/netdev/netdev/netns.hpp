@@ -1,0 +1,65 @@
+// netdev/netns.hpp — a network namespace: its devices, indexes, FIB and tunnel tables.
+//
+// Readers find devices by name or ifindex (rculfhash) or walk the device list (liburcu rculist);
+// publish/unpublish are O(1), so creating or removing one device never scans the others (the
+// dev_alloc_name / sysctl quadratic traps of seed 003).
+//
+// Thread safety: lookup_*, for_each_device and routes().lookup inside a read-side section;
+// everything else under the registry's writer lock.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+#include <urcu/rculist.h>
+
+#include "netdev/fib.hpp"
+#include "netdev/net_device.hpp"
+#include "netdev/rcu_table.hpp"
+#include "netdev/tunnel_table.hpp"
+
+namespace netdev {
+
+class netns {
+ public:
+  netns(std::string name, const rcu_flavor_struct* flavor);
+  ~netns();
+  netns(const netns&) = delete;
+  netns& operator=(const netns&) = delete;
+
+  const std::string& name() const noexcept { return name_; }
+
+  /// Writer: makes `dev` visible to readers. Requires: its name is free (name_taken).
+  void publish(net_device& dev);
+  /// Writer: unpublishes `dev` from the list and both hashes (the batch's unlist phase).
+  void unpublish(net_device& dev) noexcept;
+  bool name_taken(std::string_view name) const noexcept { return find_locked(name) != nullptr; }
+  net_device* find_locked(std::string_view name) const noexcept;
+
+  /// Readers (or the writer, under its lock).
+  net_device* lookup_name(std::string_view name) const noexcept;
+  net_device* lookup_index(int ifindex) const noexcept;
+  template <class F>
+  void for_each_device(F&& f) {
+    for (cds_list_head* p = rcu_dereference(devices_.next); p != &devices_; p = rcu_dereference(p->next))
+      f(*device_list_node::owner(p));
+  }
+
+  std::size_t device_count() const noexcept { return count_; }
+  fib& routes() noexcept { return fib_; }
+  const fib& routes() const noexcept { return fib_; }
+  tunnel_table& tunnels(link_kind k) noexcept { return k == link_kind::gre ? gre_ : ipip_; }
+
+ private:
+  std::string name_;
+  rcu_table by_name_;
+  rcu_table by_index_;
+  cds_list_head devices_;
+  std::size_t count_ = 0;  // writer lock
+  fib fib_;
+  tunnel_table ipip_;
+  tunnel_table gre_;
+};
+
+}  // namespace netdev

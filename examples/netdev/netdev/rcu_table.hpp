@@ -1,0 +1,105 @@
+// netdev/rcu_table.hpp — an owning handle on one liburcu rculfhash table.
+//
+// Every RCU-readable index of the example (device names, ifindexes, FIB prefixes, tunnel keys,
+// macvlan MACs) is an rculfhash: lock-free lookups for readers, O(1) amortized updates, automatic
+// resizing — so creating 100,000 devices never walks a chain proportional to the device count.
+//
+// The table is tied to the liburcu flavor the registry runs (netsim --flavor), given as liburcu's
+// own `rcu_flavor_struct`. That lets the link-type code stay flavor-agnostic (plain .cpp files):
+// writer-side calls take the flavor's read lock themselves, because rculfhash requires it even
+// for updates; reader-side calls (find) require the caller's read_guard.
+//
+// Thread safety: add/remove/size under the registry's writer lock; find from any registered
+// thread inside a read-side section. Destroy only when empty and outside read-side sections
+// (cds_lfht_destroy on an auto-resize table inside one can deadlock in 0.13.2).
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string_view>
+
+#include <rcubatch/flavor.hpp>  // the flavor headers must precede rculfhash.h
+#include <urcu/rculfhash.h>
+
+// liburcu 0.13.2 guards <urcu/flavor.h> once for all flavors, so only the last flavor header
+// included declares its flavor struct. Declare the four (same signatures as liburcu's).
+extern "C" {
+extern const struct rcu_flavor_struct urcu_memb_flavor;
+extern const struct rcu_flavor_struct urcu_qsbr_flavor;
+extern const struct rcu_flavor_struct urcu_mb_flavor;
+extern const struct rcu_flavor_struct urcu_bp_flavor;
+}
+
+namespace netdev {
+
+/// liburcu's flavor struct for an rcubatch flavor type.
+template <class Flavor> const rcu_flavor_struct* lfht_flavor() noexcept;
+template <> inline const rcu_flavor_struct* lfht_flavor<rcubatch::flavor::memb>() noexcept { return &urcu_memb_flavor; }
+template <> inline const rcu_flavor_struct* lfht_flavor<rcubatch::flavor::qsbr>() noexcept { return &urcu_qsbr_flavor; }
+template <> inline const rcu_flavor_struct* lfht_flavor<rcubatch::flavor::mb>() noexcept { return &urcu_mb_flavor; }
+template <> inline const rcu_flavor_struct* lfht_flavor<rcubatch::flavor::bp>() noexcept { return &urcu_bp_flavor; }
+
+/// A 64-bit mix so that sequential keys (ifindex 1, 2, 3...) spread over the buckets.
+inline unsigned long mix_hash(unsigned long x) noexcept {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdUL;
+  x ^= x >> 33;
+  return x;
+}
+inline unsigned long hash_name(std::string_view s) noexcept { return mix_hash(std::hash<std::string_view>{}(s)); }
+
+class rcu_table {
+ public:
+  explicit rcu_table(const rcu_flavor_struct* flavor, unsigned long initial_buckets = 16);
+  ~rcu_table();
+  rcu_table(const rcu_table&) = delete;
+  rcu_table& operator=(const rcu_table&) = delete;
+
+  /// Writer side. Inserts `node` unless a node matching `match` exists; returns the node now in
+  /// the table under that key (== node on success).
+  template <class Match>
+  cds_lfht_node* add_unique(unsigned long hash, const Match& match, cds_lfht_node* node) {
+    section s(flavor_);
+    cds_lfht_node* in = cds_lfht_add_unique(table_, hash, &trampoline<Match>, &match, node);
+    if (in == node) ++size_;
+    return in;
+  }
+  /// Writer side. Inserts `node`, duplicates allowed.
+  void add(unsigned long hash, cds_lfht_node* node);
+  /// Writer side. Unlinks `node`; readers may still see it until a grace period has passed.
+  bool remove(cds_lfht_node* node);
+
+  /// Reader side (caller holds the read lock), or writer side under the writer lock.
+  template <class Match>
+  cds_lfht_node* find(unsigned long hash, const Match& match) const {
+    cds_lfht_iter it;
+    cds_lfht_lookup(table_, hash, &trampoline<Match>, &match, &it);
+    return cds_lfht_iter_get_node(&it);
+  }
+  /// Writer side: find, taking the read lock for the call (the writer lock keeps the result alive).
+  template <class Match>
+  cds_lfht_node* find_locked(unsigned long hash, const Match& match) const {
+    section s(flavor_);
+    return find(hash, match);
+  }
+
+  std::size_t size() const noexcept { return size_; }  // written under the writer lock
+  bool empty() const noexcept { return size_ == 0; }
+
+ private:
+  struct section {  // the flavor's read lock, for writer-side rculfhash calls
+    explicit section(const rcu_flavor_struct* f) noexcept : f_(f) { f_->read_lock(); }
+    ~section() { f_->read_unlock(); }
+    const rcu_flavor_struct* f_;
+  };
+  template <class Match>
+  static int trampoline(cds_lfht_node* node, const void* match) {
+    return (*static_cast<const Match*>(match))(node) ? 1 : 0;
+  }
+
+  const rcu_flavor_struct* flavor_;
+  cds_lfht* table_;
+  std::size_t size_ = 0;
+};
+
+}  // namespace netdev

@@ -1,0 +1,70 @@
+#include "netdev/vlan.hpp"
+
+namespace netdev::vlan {
+
+std::string check_newlink(const net_device& lower, long vid) {
+  if (vid < 1 || vid > 4094) return "vlan id " + std::to_string(vid) + " out of range (1-4094)";
+  if (lower.kind == link_kind::ipip || lower.kind == link_kind::gre) return "cannot add a vlan on a tunnel";
+  const vlan_group* g = lower.vlans.load(std::memory_order_acquire);
+  if (g != nullptr && g->find(static_cast<std::uint16_t>(vid)) != nullptr)
+    return "vlan id " + std::to_string(vid) + " already exists on " + lower.name;
+  return {};
+}
+
+void attach(net_device& vlan, net_device& lower, std::uint16_t vid) {
+  auto& l = vlan.link.emplace<vlan_link>();
+  l.self = &vlan;
+  l.lower = &lower;
+  l.vid = vid;
+  lower.refs().hold();
+  vlan_group* g = lower.vlans.load(std::memory_order_relaxed);
+  if (g == nullptr) {
+    g = new vlan_group;
+    lower.vlans.store(g, std::memory_order_release);
+  }
+  g->attach(vlan);
+}
+
+bool uninit(net_device& vlan, unreg_context& batch) noexcept {
+  auto& l = std::get<vlan_link>(vlan.link);
+  vlan_group* g = l.lower->vlans.load(std::memory_order_relaxed);
+  g->detach(vlan);
+  if (g->empty()) {
+    l.lower->vlans.store(nullptr, std::memory_order_release);
+    batch.retire(*g);  // readers may still be inside find(): freed after grace period #2
+  }
+  return true;
+}
+
+void release_lower(net_device& vlan) noexcept { std::get<vlan_link>(vlan.link).lower->refs().put(); }
+
+std::vector<net_device*> dependents(net_device& lower) {
+  std::vector<net_device*> out;
+  if (vlan_group* g = lower.vlans.load(std::memory_order_relaxed))
+    g->for_each_member([&](net_device& d) { out.push_back(&d); });
+  return out;
+}
+
+void cascade::on_event(const netdev_event& e) noexcept {
+  if (e.kind != netdev_event_kind::unregister) return;
+  if (vlan_group* g = e.dev->vlans.load(std::memory_order_relaxed))
+    g->for_each_member([&](net_device& d) { e.batch->queue(d); });
+}
+
+}  // namespace netdev::vlan
+
+namespace netdev {
+
+void vlan_group::attach(net_device& vlan) noexcept {
+  auto& l = std::get<vlan_link>(vlan.link);
+  members_.push_back(l);
+  slots_[l.vid].store(&vlan, std::memory_order_release);
+}
+
+void vlan_group::detach(net_device& vlan) noexcept {
+  auto& l = std::get<vlan_link>(vlan.link);
+  slots_[l.vid].store(nullptr, std::memory_order_release);
+  members_.erase(members_.iterator_to(l));
+}
+
+}  // namespace netdev

@@ -1,0 +1,72 @@
+// netdev/vlan.hpp — 802.1Q vlans: a 4096-VID group per lower device, and the unregister cascade.
+//
+// Receive path: lower->vlans (an RCU-published vlan_group*) → group->find(vid) → the vlan device.
+// Deleting a vlan only clears its slot (in its uninit hook, covered by the batch's grace period
+// #2): no per-vlan grace period, unlike 2.6.32's synchronize_net in unregister_vlan_dev. When the
+// lower device is unregistered, `cascade` queues every vlan into the same batch, so the whole
+// cascade costs the batch's two grace periods whatever the number of vlans (seed 000).
+// The group is retired into the batch that removes its last vlan.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <boost/intrusive/list.hpp>
+
+#include "netdev/net_device.hpp"
+#include "netdev/notifier.hpp"
+
+namespace netdev {
+
+class vlan_group : public rcubatch::retire_node {
+ public:
+  static constexpr unsigned kVids = 4096;
+  vlan_group() noexcept {
+    dispose = [](rcubatch::retire_node* self) noexcept { delete static_cast<vlan_group*>(self); };
+  }
+
+  /// Requires: a read-side section (or the writer lock).
+  net_device* find(std::uint16_t vid) const noexcept { return slots_[vid].load(std::memory_order_acquire); }
+
+  // Writer lock.
+  void attach(net_device& vlan) noexcept;
+  void detach(net_device& vlan) noexcept;
+  bool empty() const noexcept { return members_.empty(); }
+  std::size_t size() const noexcept { return members_.size(); }
+  template <class F>
+  void for_each_member(F&& f) {
+    for (vlan_link& l : members_) f(*l.self);
+  }
+
+ private:
+  std::array<std::atomic<net_device*>, kVids> slots_{};
+  // The vlans in creation order, so the cascade is O(vlans), not a scan of 4096 slots.
+  boost::intrusive::list<vlan_link, boost::intrusive::member_hook<vlan_link, boost::intrusive::list_member_hook<>,
+                                                                   &vlan_link::group_hook>>
+      members_;
+};
+
+namespace vlan {
+
+/// Empty when `vid` can be added on `lower`; else the error message.
+std::string check_newlink(const net_device& lower, long vid);
+/// Links a registered vlan device to its lower device (holds a reference on it).
+void attach(net_device& vlan, net_device& lower, std::uint16_t vid);
+/// Uninit hook: clears the slot; the last vlan retires the group. Returns true (unlinked).
+bool uninit(net_device& vlan, unreg_context& batch) noexcept;
+/// Destroy hook: drops the reference on the lower device.
+void release_lower(net_device& vlan) noexcept;
+/// The vlans on `lower`, for the legacy one-device-at-a-time path.
+std::vector<net_device*> dependents(net_device& lower);
+
+/// NETDEV_UNREGISTER of a lower device: every vlan on it joins the batch.
+class cascade final : public netdev_notifier {
+ public:
+  void on_event(const netdev_event& e) noexcept override;
+};
+
+}  // namespace vlan
+}  // namespace netdev
