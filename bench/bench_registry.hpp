@@ -46,15 +46,22 @@ inline double seconds_since(clock::time_point t0) {
 
 /// One registry entry. Derives from registrable so the library path can use it; the other paths
 /// never call mark_registered, so the object stays "uninitialized" and may be deleted directly.
+///
+/// Layout (three cache lines): the writer's fields — registrable's hook, state, owner, ref count,
+/// the rcu_head and the list links — fill lines 0 and 1; what lookups read (key, hash_next,
+/// payload) has line 2 to itself, so a teardown writes no line a reader is reading except the
+/// hash links it has to change (shared/DESIGN.md: false sharing cost 25% of the floor). A
+/// registry built on rcubatch should lay its objects out the same way.
 struct bench_object : rcubatch::registrable<bench_object> {
-  rcu_head rcu{};                                     // for call_rcu
-  std::uint64_t key = 0;                              // read by readers
-  std::atomic<bench_object*> hash_next{nullptr};      // read by readers
-  std::atomic<bench_object*> list_next{nullptr};      // read by list walkers
+  rcu_head rcu{};                                     // for call_rcu; writer only
+  std::atomic<bench_object*> list_next{nullptr};      // read by list walkers (not these readers)
   bench_object* list_prev = nullptr;                  // writer only
+  alignas(64) std::uint64_t key = 0;                  // read by readers
+  std::atomic<bench_object*> hash_next{nullptr};      // read by readers, written on a neighbour's unlink
   std::uint64_t payload = 0;                          // read by readers on a hit
-  std::uint64_t tail_pad = 0;                         // glibc may write prev_size here once freed
+  std::uint64_t tail_pad[5] = {};                     // glibc may write prev_size here once freed
 };
+static_assert(sizeof(bench_object) == 192, "bench_object: three cache lines, readers' fields alone in the last");
 
 /// Keeps glibc from giving heap pages back during a run (see the file comment: floor safety) and
 /// from serving the 1e6-object vectors with fresh mmaps each iteration.
@@ -291,6 +298,8 @@ template <class Protocol, class Teardown>
 void run_teardown_case(benchmark::State& st, std::size_t n, int readers, Teardown&& teardown,
                        void (*prepare)(std::vector<bench_object*>&) = nullptr) {
   registry reg(n);
+  std::vector<double> per_iteration;
+  per_iteration.reserve(static_cast<std::size_t>(st.max_iterations));
   double gps = 0, timed_s = 0;
   bool gps_known = true;
   std::uint64_t lookups0 = 0;
@@ -307,6 +316,7 @@ void run_teardown_case(benchmark::State& st, std::size_t n, int readers, Teardow
       const double s = seconds_since(t0);
       st.SetIterationTime(s);
       timed_s += s;
+      per_iteration.push_back(s);
       if (g < 0) gps_known = false; else gps += g;
     }
     const double wall = seconds_since(wall0);
@@ -315,6 +325,13 @@ void run_teardown_case(benchmark::State& st, std::size_t n, int readers, Teardow
   const double iters = static_cast<double>(st.iterations());
   st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations()) * static_cast<std::int64_t>(n));
   st.counters["ns_per_obj"] = timed_s * 1e9 / (iters * static_cast<double>(n));
+  // The median iteration: on a shared 2-vCPU VM a grace period now and then waits a whole
+  // scheduler slice for a reader preempted inside its read-side section; the mean carries those.
+  if (!per_iteration.empty()) {
+    auto mid = per_iteration.begin() + static_cast<std::ptrdiff_t>(per_iteration.size() / 2);
+    std::nth_element(per_iteration.begin(), mid, per_iteration.end());
+    st.counters["ns_per_obj_median"] = *mid * 1e9 / static_cast<double>(n);
+  }
   st.counters["gps_per_batch"] = gps_known ? gps / iters : -1.0;
   st.counters["N"] = static_cast<double>(n);
   st.counters["readers"] = readers;

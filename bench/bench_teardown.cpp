@@ -6,6 +6,7 @@
 // what they register; names are BM_<Subject>_<Scenario>/<flavor>/.../N:<n>.
 //
 //   bench_teardown --rcubatch_mode=quick|full [any --benchmark_* flag]
+#include <array>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -42,12 +43,35 @@ void mark_all_registered(std::vector<bench_object*>& objs) {
   for (auto* o : objs) o->mark_registered();
 }
 
+/// Where rollback_many's time went, summed over a case's batches (from batch_stats).
+struct phase_totals {
+  std::array<double, rcubatch::kPhases> ns{};
+  double batches = 0;
+  void add(const rcubatch::batch_stats& s) {
+    for (std::size_t i = 0; i < rcubatch::kPhases; ++i) ns[i] += static_cast<double>(s.phase_time[i].count());
+    ++batches;
+  }
+  double of(rcubatch::phase p) const { return ns[static_cast<std::size_t>(p)]; }
+  /// Per-batch phase times as counters, in µs: grace-period waits, the ref drain (which runs the
+  /// destroy hook), and the hooks (close, unlist, notify, batch_notify, uninit).
+  void report(benchmark::State& st) const {
+    if (batches == 0) return;
+    using rcubatch::phase;
+    st.counters["gp_wait_us"] = (of(phase::grace_period_1) + of(phase::grace_period_2)) / batches / 1e3;
+    st.counters["drain_destroy_us"] = (of(phase::ref_drain) + of(phase::destroy)) / batches / 1e3;
+    st.counters["hooks_us"] = (of(phase::close) + of(phase::unlist) + of(phase::notify) + of(phase::batch_notify) +
+                               of(phase::uninit) + of(phase::validate)) / batches / 1e3;
+  }
+};
+
 /// rollback_many over `objs` (pushed to a queue inside the timed region: dellink is part of it).
 template <class Flavor>
-double rollback_all(rcubatch::grace_domain<Flavor>& domain, registry& reg, std::vector<bench_object*>& objs) {
+double rollback_all(rcubatch::grace_domain<Flavor>& domain, registry& reg, std::vector<bench_object*>& objs,
+                    phase_totals* totals = nullptr) {
   rcubatch::unreg_queue<bench_object> q;
   for (auto* o : objs) q.push(*o);
   const rcubatch::batch_stats s = rcubatch::rollback_many(q, registry_policy{&reg}, domain);
+  if (totals) totals->add(s);
   return s.grace_periods;
 }
 
@@ -70,9 +94,11 @@ void bm_teardown(benchmark::State& st, method m, std::size_t n, int readers) {
   switch (m) {
     case method::rollback_many: {
       rcubatch::grace_domain<Flavor> domain;
+      phase_totals totals;
       run_teardown_case<protocol>(st, n, readers, [&](registry& reg, std::vector<bench_object*>& objs) {
-        return rollback_all(domain, reg, objs);
+        return rollback_all(domain, reg, objs, &totals);
       }, &mark_all_registered);
+      totals.report(st);
       break;
     }
     case method::floor: {
@@ -80,9 +106,11 @@ void bm_teardown(benchmark::State& st, method m, std::size_t n, int readers) {
       // the real flavor's read side, so they load the same cache lines.
       using fake = rcubatch::counting_flavor<floor_tag<Flavor>>;
       rcubatch::grace_domain<fake> domain;
+      phase_totals totals;
       run_teardown_case<protocol>(st, n, readers, [&](registry& reg, std::vector<bench_object*>& objs) {
-        return rollback_all(domain, reg, objs);
+        return rollback_all(domain, reg, objs, &totals);
       }, &mark_all_registered);
+      totals.report(st);
       break;
     }
     case method::legacy_1gp:
@@ -131,6 +159,52 @@ void bm_teardown(benchmark::State& st, method m, std::size_t n, int readers) {
       break;
     }
   }
+}
+
+// --- rollback_many and its floor, alternating iteration by iteration -----------------------------
+// The separate cases above run tens of seconds apart; on this VM the cross-core cost (and the
+// other tenants' load) can change in between. This case alternates one rollback_many batch and one
+// floor batch on the same registry and readers, so the ratio compares like with like. Manual time
+// is the rollback_many batch; the floor's figures and the ratio are counters.
+template <class Flavor>
+void bm_paired_floor(benchmark::State& st, std::size_t n, int readers) {
+  using fake = rcubatch::counting_flavor<floor_tag<Flavor>>;
+  registry reg(n);
+  rcubatch::grace_domain<Flavor> real_domain;
+  rcubatch::grace_domain<fake> fake_domain;
+  std::vector<double> real_s, floor_s;
+  {
+    reader_group<urcu_protocol<Flavor>> rg(reg, readers);
+    for (auto _ : st) {
+      for (int which = 0; which < 2; ++which) {
+        std::vector<bench_object*> objs = reg.populate(n);
+        mark_all_registered(objs);
+        const auto t0 = clock::now();
+        if (which == 0) rollback_all(real_domain, reg, objs);
+        else rollback_all(fake_domain, reg, objs);
+        (which == 0 ? real_s : floor_s).push_back(seconds_since(t0));
+      }
+      st.SetIterationTime(real_s.back());
+    }
+  }
+  auto median = [](std::vector<double> v) {
+    auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+    std::nth_element(v.begin(), mid, v.end());
+    return *mid;
+  };
+  auto mean = [](const std::vector<double>& v) {
+    double sum = 0;
+    for (double x : v) sum += x;
+    return sum / static_cast<double>(v.size());
+  };
+  const double per_obj = 1e9 / static_cast<double>(n);
+  st.counters["rollback_ns_per_obj_median"] = median(real_s) * per_obj;
+  st.counters["floor_ns_per_obj_median"] = median(floor_s) * per_obj;
+  st.counters["ratio_median"] = median(real_s) / median(floor_s);
+  st.counters["ratio_mean"] = mean(real_s) / mean(floor_s);
+  st.counters["N"] = static_cast<double>(n);
+  st.counters["readers"] = readers;
+  st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations()) * static_cast<std::int64_t>(n));
 }
 
 // --- reader throughput while batches run back to back -------------------------------------------
@@ -262,17 +336,10 @@ std::string case_name(const char* subject, std::string_view flavor, int readers,
          "/N:" + std::to_string(n);
 }
 
-int teardown_iterations(method m, std::string_view flavor, std::size_t n, bool full) {
-  const bool slow_gp = flavor == "memb" || flavor == "bp";
-  switch (m) {
-    case method::legacy_1gp:
-    case method::legacy_3gp: {
-      const std::size_t budget = slow_gp ? (full ? 40'000 : 20'000) : (full ? 400'000 : 200'000);
-      return static_cast<int>(std::clamp<std::size_t>(budget / n, 1, 20));
-    }
-    case method::call_rcu_barrier: return iterations_for(n, full, full ? 10 : 5);  // >= 10 ms each
-    default: return iterations_for(n, full);
-  }
+/// Legacy and call_rcu cases run for a minimum of timed seconds instead of a fixed count: their
+/// per-iteration cost swings 100x with the flavor, the reader count and the machine's load.
+bool time_bounded(method m) {
+  return m == method::legacy_1gp || m == method::legacy_3gp || m == method::call_rcu_barrier;
 }
 
 /// Largest N a legacy case runs at: one memb/bp GP with a busy reader costs ~17 µs here, so
@@ -288,10 +355,12 @@ void add_teardown(method m, std::size_t n, int readers, bool full) {
   if ((m == method::legacy_1gp || m == method::legacy_3gp) && n > legacy_cap(Flavor::name, full)) return;
   const std::string name = case_name(method_name(m), Flavor::name, readers, n);
   if (!g_registered.insert(name).second) return;
-  benchmark::RegisterBenchmark(name.c_str(), [m, n, readers](benchmark::State& st) { bm_teardown<Flavor>(st, m, n, readers); })
-      ->Iterations(teardown_iterations(m, Flavor::name, n, full))
-      ->UseManualTime()
-      ->Unit(benchmark::kMicrosecond);
+  auto* b = benchmark::RegisterBenchmark(name.c_str(), [m, n, readers](benchmark::State& st) {
+    bm_teardown<Flavor>(st, m, n, readers);
+  });
+  if (time_bounded(m)) b->MinTime(full ? 0.5 : 0.15);
+  else b->Iterations(iterations_for(n, full));
+  b->UseManualTime()->Unit(benchmark::kMicrosecond);
 }
 
 void add_ping_pong(const char* when) {
@@ -354,6 +423,9 @@ void register_all(const run_config& cfg) {
 #ifdef RCUBATCH_BENCH_HAVE_DPDK
   register_dpdk_goal_case(cfg);
 #endif
+  benchmark::RegisterBenchmark("BM_Paired_RollbackManyVsFloor/memb/readers:1/N:10000", [](benchmark::State& st) {
+    bm_paired_floor<rcubatch::flavor::memb>(st, 10'000, 1);
+  })->Iterations(cfg.full ? 200 : 60)->UseManualTime()->Unit(benchmark::kMicrosecond);
   add_ping_pong("after_goal_set");
 
   // 2. Scaling: every flavor, every N; the peers (their own read sides).
