@@ -12,10 +12,15 @@ struct index_is {
   bool operator()(cds_lfht_node* n) const noexcept { return device_hash_node::owner(n)->ifindex == ifindex; }
 };
 unsigned long hash_index(int ifindex) noexcept { return mix_hash(static_cast<unsigned long>(ifindex)); }
+
+// Buckets allocated up front and never shrunk below. rculfhash resizes in its call_rcu worker,
+// concurrently with the writer: a table that must grow from 16 buckets while 10,000 devices are
+// added, then shrink while they are removed, has long chains exactly when the batch walks them.
+constexpr unsigned long kMinBuckets = 4096;
 }  // namespace
 
 netns::netns(std::string name, const rcu_flavor_struct* flavor)
-    : name_(std::move(name)), by_name_(flavor), by_index_(flavor), fib_(flavor), ipip_(flavor), gre_(flavor) {
+    : name_(std::move(name)), by_name_(flavor, kMinBuckets), by_index_(flavor, kMinBuckets), fib_(flavor), ipip_(flavor), gre_(flavor) {
   CDS_INIT_LIST_HEAD(&devices_);
 }
 

@@ -109,15 +109,29 @@ class interpreter {
     if (w.empty()) return status::fail("time needs a command");
     const auto before = reg_.domain().stats();
     const auto elided_before = reg_.counters().dismantle_elided;
+    const auto batches_before = reg_.counters().batches;
     const auto start = std::chrono::steady_clock::now();
     status s = execute(w, ns);
-    timing t{join(w), std::chrono::steady_clock::now() - start, reg_.domain().stats().grace_periods - before.grace_periods,
+    std::vector<std::string> label(w.begin(), w.end());
+    for (std::string& word : label) vars_.substitute(word);  // best effort: the label only
+    timing t{join(label), std::chrono::steady_clock::now() - start, reg_.domain().stats().grace_periods - before.grace_periods,
              reg_.counters().dismantle_elided - elided_before};
     if (print_times_)
       err_ << "time: " << t.command << ": " << static_cast<double>(t.elapsed.count()) / 1e6 << " ms, "
-           << t.grace_periods << " GPs, " << t.dismantle_elided << " dismantle-elided\n";
+           << t.grace_periods << " GPs, " << t.dismantle_elided << " dismantle-elided";
+    if (print_times_ && reg_.counters().batches == batches_before + 1) print_phases(reg_.last_batch());
+    if (print_times_) err_ << '\n';
     timings_.push_back(std::move(t));
     return s;
+  }
+
+  /// Where one batch spent its time (rcubatch::batch_stats), for `time` on a single batch.
+  void print_phases(const rcubatch::batch_stats& s) {
+    err_ << "; batch of " << s.objects << ":";
+    for (std::size_t p = 0; p < rcubatch::kPhases; ++p) {
+      const auto ns = s.phase_time[p].count();
+      if (ns > 0) err_ << ' ' << rcubatch::to_string(static_cast<rcubatch::phase>(p)) << ' ' << ns / 1000 << "us";
+    }
   }
 
   status loop(words_t w, netdev::netns& ns) {

@@ -1,0 +1,148 @@
+// The netsim interpreter: iproute2 syntax, script extensions, errors with file:line, -force, and
+// legacy and batched modes ending in the same state for the same script.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "netsim/session.hpp"
+
+namespace {
+
+using flavor = rcubatch::flavor::memb;
+
+struct outcome {
+  netsim::session_result result;
+  std::string out, err;
+};
+
+outcome run(const std::string& script, netdev::unreg_mode mode = netdev::unreg_mode::batched, bool force = false) {
+  std::istringstream in(script);
+  std::vector<std::string> errors;
+  auto lines = netsim::read_script(in, "test.batch", errors);
+  EXPECT_TRUE(errors.empty());
+  netsim::session_options opt;
+  opt.mode = mode;
+  opt.readers = 0;
+  opt.force = force;
+  std::ostringstream out, err;
+  outcome o;
+  o.result = netsim::run_session<flavor>(lines, netsim::variables{}, opt, out, err);
+  o.out = out.str();
+  o.err = err.str();
+  return o;
+}
+
+TEST(netsim, runs_the_iproute2_commands) {
+  auto o = run(
+      "link add name eth0 type dummy\n"
+      "link add link eth0 name eth0.3 type vlan id 3\n"
+      "link set dev eth0.3 up\n"
+      "addr add 10.1.2.3/16 dev eth0.3\n"
+      "route get 10.1.9.9\n"
+      "link show type vlan\n");
+  EXPECT_TRUE(o.result.ok) << o.err;
+  EXPECT_NE(o.out.find("10.1.9.9 dev eth0.3 (10.1.0.0/16)"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("2: eth0.3@eth0: <UP> type vlan"), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find("type dummy"), std::string::npos);
+  EXPECT_EQ(o.result.devices, 2u);
+  EXPECT_EQ(o.result.routes, 1u);
+}
+
+TEST(netsim, for_default_and_expressions_expand) {
+  auto o = run(
+      "default N 30\n"
+      "for i 1 {N} link add name d{i} type dummy\n"
+      "for i 1 {N} addr add 72.{i/250}.{i%250}.1/24 dev d{i}\n"
+      "time link del d{N/2}\n");
+  EXPECT_TRUE(o.result.ok) << o.err;
+  EXPECT_EQ(o.result.devices, 29u);
+  EXPECT_EQ(o.result.routes, 29u);
+  EXPECT_NE(o.err.find("time: link del d15:"), std::string::npos) << o.err;
+}
+
+TEST(netsim, every_bad_input_is_reported_with_file_and_line_and_changes_nothing) {
+  const std::vector<std::string> bad{
+      "link del nosuch",
+      "link add name d0 type dummy",  // duplicate (d0 exists)
+      "link add name v type vlan id 5",
+      "link add link nosuch name v type vlan id 5",
+      "link add link d0 name v type vlan id 4095",
+      "link add link d0 name v type vlan id x",
+      "link add link d0 name v type vlan",
+      "link add name t type gre remote 10.0.0.300 local 10.0.0.1",
+      "link add name t type gre local 10.0.0.1",
+      "link add name t type ipip remote 1.1.1.1 local 1.1.1.2 oseq",
+      "link add name x type bogus",
+      "link add name x",
+      "link set d0 sideways",
+      "addr add 10.0.0.1/33 dev d0",
+      "addr add 10.0.0.1/8 dev nosuch",
+      "route get 10.0.0.1",
+      "route get ten",
+      "netns del nosuch",
+      "-n nosuch link show",
+      "module load dummy numdummies=x",
+      "xmit d0 packets 10 threads 2",
+      "xmit nosuch packets 10 threads 2",
+      "frobnicate",
+      "for i 1 x link show",
+      "link add name {nosuchvar} type dummy",
+  };
+  for (const std::string& cmd : bad) {
+    auto o = run("link add name d0 type dummy\n" + cmd + "\nlink add name after type dummy\n");
+    EXPECT_FALSE(o.result.ok) << cmd;
+    EXPECT_NE(o.err.find("test.batch:2: error: "), std::string::npos) << cmd << " → " << o.err;
+    EXPECT_EQ(o.result.devices, 1u) << cmd;  // stopped at line 2, and line 2 had no effect
+    EXPECT_EQ(o.result.routes, 0u) << cmd;
+  }
+}
+
+TEST(netsim, force_goes_on_after_an_error_and_still_fails_at_the_end) {
+  auto o = run("link del nosuch\nlink add name d0 type dummy\n", netdev::unreg_mode::batched, true);
+  EXPECT_FALSE(o.result.ok);
+  EXPECT_EQ(o.result.errors, 1);
+  EXPECT_EQ(o.result.devices, 1u);
+}
+
+TEST(netsim, legacy_and_batched_end_in_the_same_state) {
+  const std::string script =
+      "link add name eth0 type dummy\n"
+      "link set eth0 up\n"
+      "for i 1 20 link add link eth0 name eth0.{i} type vlan id {i}\n"
+      "for i 1 5 link add link eth0.{i} name mv{i} type macvlan\n"
+      "for i 1 5 link set mv{i} up\n"
+      "for i 1 5 addr add 10.0.{i}.1/24 dev mv{i}\n"
+      "link add name keep type dummy\n"
+      "addr add 192.168.0.1/24 dev keep\n"
+      "netns add blue\n"
+      "-n blue link add name g type gre remote 1.1.1.1 local 2.2.2.2\n"
+      "link del eth0.3\n"
+      "module load dummy numdummies=5\n"
+      "link del dummy2\n"
+      "link show\n"
+      "time link del eth0\n"
+      "link show\n";
+  auto batched = run(script, netdev::unreg_mode::batched);
+  auto legacy = run(script, netdev::unreg_mode::legacy);
+  ASSERT_TRUE(batched.result.ok) << batched.err;
+  ASSERT_TRUE(legacy.result.ok) << legacy.err;
+  EXPECT_EQ(batched.out, legacy.out);
+  EXPECT_EQ(batched.result.devices, legacy.result.devices);
+  EXPECT_EQ(batched.result.routes, legacy.result.routes);
+  EXPECT_EQ(batched.result.objects_unregistered, legacy.result.objects_unregistered);
+  EXPECT_EQ(batched.result.devices, 6u);  // keep, dummy0,1,3,4, g
+  EXPECT_LT(batched.result.grace_periods, legacy.result.grace_periods);
+  ASSERT_EQ(batched.result.timings.size(), 1u);
+  EXPECT_EQ(batched.result.timings[0].grace_periods, 2u);  // eth0 + 19 vlans + 4 macvlans, one batch
+  EXPECT_EQ(batched.result.timings[0].dismantle_elided, 4u);  // mv3 already went with eth0.3
+}
+
+TEST(netsim, gre_xmit_is_lockless_unless_oseq_or_legacy) {
+  const std::string lltx = "link add name g type gre remote 1.1.1.1 local 2.2.2.2\nxmit g packets 1000 threads 2\n";
+  const std::string oseq = "link add name g type gre remote 1.1.1.1 local 2.2.2.2 oseq\nxmit g packets 1000 threads 2\n";
+  EXPECT_NE(run(lltx).out.find("sent 1000 packets (200000 bytes), dropped 0, lockless"), std::string::npos);
+  EXPECT_NE(run(oseq).out.find("dropped 0, tx-locked"), std::string::npos);
+  EXPECT_NE(run(lltx, netdev::unreg_mode::legacy).out.find("tx-locked"), std::string::npos);
+}
+
+}  // namespace
