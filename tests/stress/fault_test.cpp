@@ -309,4 +309,67 @@ TEST(fault, leaked_ref_gives_the_stall_report_and_no_early_destroy_until_release
   EXPECT_EQ(st.objects, 3u);
 }
 
+// --- a registered QSBR writer in the ref drain --------------------------------------------------
+// LIBRARY BUG (RELIABILITY.md, bug 3): under qsbr, rollback_many called from a registered, online
+// thread waits in the ref drain while still online. Every grace period of every other thread then
+// waits for the drain — and a holder that needs a grace period before it can put() its reference
+// deadlocks with it. grace_domain's own waits are fine (liburcu's synchronize goes offline around
+// itself); the drain's condition-variable wait is not. Fix: in ref_drain::run (or around it in
+// rollback_engine::run), when Flavor::quiescent_state_based and the thread is online
+// (Flavor::read_ongoing()), call Flavor::thread_offline() before waiting and thread_online()
+// after — safe, because the caller of a blocking rollback_many cannot hold QSBR-protected
+// pointers across it anyway.
+// The test breaks the cycle itself so it never hangs: if the holder's grace period has not ended
+// within the guard time, it puts the reference anyway and the test fails on the recorded order.
+TEST(fault, DISABLED_qsbr_writer_in_the_ref_drain_does_not_block_other_grace_periods) {
+  using F = rcubatch::flavor::qsbr;
+  rcubatch::thread_registration<F> me;  // the writer is a registered, online QSBR thread
+  rcubatch::grace_domain<F> domain, other_domain;
+  registry reg(4);
+  node* held = reg.add(1);
+  held->refs().hold();
+  {
+    std::lock_guard lock(g_lines_mutex);
+    g_lines.clear();
+  }
+  std::atomic<bool> gp_done_before_put{false};
+  std::thread holder([&] {
+    {  // wait until the drain is waiting for us: its first stall line
+      std::unique_lock lock(g_lines_mutex);
+      g_lines_cv.wait(lock, [] { return !g_lines.empty(); });
+    }
+    std::mutex m;
+    std::condition_variable cv;
+    bool done = false;
+    std::thread gp([&] {
+      other_domain.synchronize();  // another writer's grace period
+      std::lock_guard lock(m);
+      done = true;
+      cv.notify_all();
+    });
+    {
+      std::unique_lock lock(m);
+      // A deadlock guard, not a synchronization sleep: the assertion is on the order below.
+      gp_done_before_put = cv.wait_for(lock, std::chrono::seconds(20), [&] { return done; });
+    }
+    held->refs().put();
+    gp.join();
+  });
+  hook_counts n;
+  tree_policy<F> policy{reg, n};
+  rcubatch::unreg_queue<node> q;
+  q.push(*held);
+  rcubatch::rollback_options opts;
+  opts.drain.stall_report_interval = std::chrono::milliseconds(1);
+  opts.drain.reporter = &capture_line;
+  const auto st = rcubatch::rollback_many(q, policy, domain, opts);
+  {
+    rcubatch::offline_scope<F> off;  // let the holder's grace period finish if it is still waiting
+    holder.join();
+  }
+  EXPECT_EQ(st.objects, 1u);
+  EXPECT_TRUE(gp_done_before_put.load())
+      << "another thread's grace period waited for this writer's ref drain (online QSBR thread)";
+}
+
 }  // namespace
