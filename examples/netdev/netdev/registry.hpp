@@ -387,19 +387,23 @@ class registry final : private grace_periods {
       account(rcubatch::rollback_many(q, device_policy{*this}, domain_, options_));
       return;
     }
-    std::vector<net_device*> devices;
-    for (net_device& d : q) devices.push_back(&d);
-    q.clear();
-    for (net_device* d : devices)
-      if (d->state() == rcubatch::reg_state::registered) unregister_legacy(*d);
+    // Pop one at a time: unregistering a device frees its dependents, which may sit later in q.
+    while (!q.empty()) {
+      net_device& d = *q.begin();
+      q.remove(d);
+      unregister_legacy(d, q);
+    }
   }
 
   /// 2.6.32's rollback_registered(dev), dependents first (its vlan/macvlan notifiers unregistered
   /// each upper device alone, with all of that device's grace periods).
-  void unregister_legacy(net_device& d) {
+  void unregister_legacy(net_device& d, rcubatch::unreg_queue<net_device>& pending) {
     std::vector<net_device*> deps = vlan::dependents(d);
     for (net_device* m : macvlan::dependents(d)) deps.push_back(m);
-    for (net_device* dep : deps) unregister_legacy(*dep);
+    for (net_device* dep : deps) {
+      pending.remove(*dep);  // O(1); it goes now, with its lower device
+      unregister_legacy(*dep, pending);
+    }
 
     if (d.is_up()) close_device(d);  // +1 (dev_deactivate), +1 more for a macvlan's hash_del
     if (d.kind == link_kind::vlan) {
