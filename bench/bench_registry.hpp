@@ -252,24 +252,31 @@ class reader_group {
   std::atomic<std::uint64_t> sink_{0};
 };
 
-/// Cross-core cache-line round trip, in ns: two threads hand one atomic back and forth.
-/// This VM flips between ~60 ns and ~350 ns; every run records it (shared/DESIGN.md).
+/// Cross-core cache-line round trip, in ns: two threads hand one atomic back and forth, for at
+/// most `round_trips` trips or 50 ms (on an oversubscribed VM each trip can cost a context switch).
+/// This VM flips between ~60 ns and ~350 ns when it is otherwise idle; every run records it.
 inline double ping_pong_ns(int round_trips = 200'000) {
-  alignas(64) std::atomic<int> flag{0};
+  alignas(64) std::atomic<int> flag{0};  // 1: ping sent; 0: pong back; 2: stop
   std::thread peer([&] {
-    for (int i = 0; i < round_trips; ++i) {
-      while (flag.load(std::memory_order_acquire) != 1) {
+    for (;;) {
+      int v;
+      while ((v = flag.load(std::memory_order_acquire)) == 0) {
       }
+      if (v == 2) return;
       flag.store(0, std::memory_order_release);
     }
   });
   const auto t0 = clock::now();
-  for (int i = 0; i < round_trips; ++i) {
+  int done = 0;
+  while (done < round_trips) {
     flag.store(1, std::memory_order_release);
     while (flag.load(std::memory_order_acquire) != 0) {
     }
+    ++done;
+    if ((done & 255) == 0 && seconds_since(t0) > 0.05) break;
   }
-  const double ns = seconds_since(t0) * 1e9 / round_trips;
+  const double ns = seconds_since(t0) * 1e9 / done;
+  flag.store(2, std::memory_order_release);
   peer.join();
   return ns;
 }
