@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Fuzz smoke for CI (separate from .ci/run): builds tests/fuzz/netsim_fuzz with clang, libFuzzer,
+# ASan and UBSan over the whole tree (so the registry code is coverage-instrumented too), replays
+# the regression inputs, then fuzzes for FUZZ_SECONDS (default 60) from the seed scripts.
+#   .ci/fuzz-smoke.sh            # CI: 60 s
+#   FUZZ_SECONDS=600 .ci/fuzz-smoke.sh   # the documented long run (RELIABILITY.md)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${FUZZ_BUILD_DIR:-build/fuzz}
+seconds=${FUZZ_SECONDS:-60}
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
+  -DCMAKE_CXX_COMPILER=clang++ \
+  -DCMAKE_CXX_FLAGS="-O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
+  -DRCUBATCH_BUILD_TESTS=ON -DRCUBATCH_BUILD_EXAMPLES=ON -DRCUBATCH_BUILD_BENCH=OFF
+cmake --build "$build" --target netsim_fuzz -j "${JOBS:-2}"
+fuzzer="$build/tests/fuzz/netsim_fuzz"
+corpus="$build/tests/fuzz/corpus"
+mkdir -p "$corpus"
+cp -n examples/netdev/scripts/* tests/fuzz/regressions/* "$corpus"/ 2>/dev/null || true
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+"$fuzzer" -runs=0 tests/fuzz/regressions
+"$fuzzer" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  -dict=tests/fuzz/netsim.dict -artifact_prefix="$build/tests/fuzz/" "$corpus"
