@@ -141,9 +141,10 @@ class batch : public detail::batch_base {
     retire(*box);
   }
 
-  /// Allocation-free retire: `node.dispose(&node)` runs after the batch's last grace period.
+  /// Allocation-free retire: `node.dispose(&node)` runs after the batch's last grace period and
+  /// after every object is destroyed, in retire order.
   void retire(retire_node& node) noexcept {
-    retired_.push_front(node);
+    retired_.push_back(node);
     ++stats_.retired;
     unlinked_after_gp1_ = true;
   }
@@ -172,6 +173,15 @@ class batch : public detail::batch_base {
     access::set_dismantle(r, true);
   }
 
+  /// Takes every object of `q` in one pass and one O(1) splice.
+  void adopt_all(unreg_queue<T>& q) noexcept {
+    q.splice_into(objects_, [this](registrable<T>& r) noexcept {
+      access::owner(r) = this;
+      access::batch(r) = this;
+      access::set_dismantle(r, true);
+    });
+  }
+
   void detach_from_queue(T& obj) noexcept {
     auto* q = static_cast<unreg_queue<T>*>(const_cast<void*>(access::owner(static_cast<registrable<T>&>(obj))));
     q->remove(obj);
@@ -183,7 +193,10 @@ class batch : public detail::batch_base {
 
   grace_domain<Flavor>& domain_;
   list_type objects_;  // every object of the batch, in the order they joined
-  boost::intrusive::slist<retire_node, boost::intrusive::constant_time_size<false>> retired_;
+  // FIFO: sub-objects are disposed in the order they were retired.
+  boost::intrusive::slist<retire_node, boost::intrusive::cache_last<true>,
+                          boost::intrusive::constant_time_size<false>>
+      retired_;
   bool unlinked_after_gp1_ = false;
   bool accepting_dependents_ = true;
 };

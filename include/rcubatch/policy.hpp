@@ -90,6 +90,7 @@ struct policy_hooks {
     if constexpr (has_notify_b<Policy, T, batch_type>) p.notify(t, b);
     else if constexpr (has_notify<Policy, T>) p.notify(t);
   }
+  static constexpr bool has_any_notify = has_notify_b<Policy, T, batch_type> || has_notify<Policy, T>;
   void batch_notify(batch_type& b) noexcept { if constexpr (has_batch_notify<Policy, batch_type>) p.batch_notify(b); }
   /// Returns whether the hook may have unlinked something readers can reach.
   bool uninit(T& t, batch_type& b) noexcept {

@@ -72,7 +72,7 @@ struct batch_access {
   template <class T, class F> static auto make(grace_domain<F>& d) noexcept { return batch<T, F>(d); }
   template <class T, class F> static unreg_list<T>& objects(batch<T, F>& b) noexcept { return b.objects_; }
   template <class T, class F> static batch_stats& stats(batch<T, F>& b) noexcept { return b.stats_; }
-  template <class T, class F> static void adopt(batch<T, F>& b, T& o) noexcept { b.adopt(o); }
+  template <class T, class F> static void adopt_all(batch<T, F>& b, unreg_queue<T>& q) noexcept { b.adopt_all(q); }
   template <class T, class F> static bool unlinked(batch<T, F>& b) noexcept { return b.unlinked_after_gp1_; }
   template <class T, class F> static void close_door(batch<T, F>& b) noexcept { b.accepting_dependents_ = false; }
   template <class T, class F> static void dispose_retired(batch<T, F>& b) noexcept { b.dispose_retired(); }
@@ -103,23 +103,17 @@ class rollback_engine {
       result.refused = true;  // misuse_policy::report: nothing changed
       return result;
     }
-    result.skipped = drop_unregistrable(q);
+    // Phase 0 in one pass over the queue (each pass over N scattered objects costs ~4 ns/object
+    // in cache misses, so passes are merged and skipped where a hook is absent).
+    timed(result, phase::validate, [&] { result.skipped = validate_all(q); });
     if (q.empty()) return finish(result, start);
-
-    timed(result, phase::validate, [&] {
-      for (T& obj : q) hooks_.validate(obj);  // may throw: the queue is as the caller left it
-    });
 
     // --- point of no return ---
     batch_type b = batch_access::make<T>(domain_);
     batch_stats& stats = batch_access::stats(b);
     stats.skipped = result.skipped;
     stats.time_of(phase::validate) = result.time_of(phase::validate);
-    for (auto it = q.begin(); it != q.end();) {
-      T& obj = *it++;
-      q.remove(obj);
-      batch_access::adopt(b, obj);
-    }
+    batch_access::adopt_all(b, q);
     auto& objects = batch_access::objects(b);
 
     iterator round_first = objects.begin();
@@ -132,6 +126,7 @@ class rollback_engine {
       ++stats.rounds;
       const std::size_t before = objects.size();
       iterator last = round_first;
+      if constexpr (!hooks_type::has_any_notify) break;  // only notify can queue dependents
       timed(stats, phase::notify, [&] {
         iterator it = round_first;
         for (std::size_t i = 0; i < round_len; ++i, ++it) {
@@ -149,9 +144,11 @@ class rollback_engine {
     timed(stats, phase::batch_notify, [&] { hooks_.batch_notify(b); });
 
     bool unlinked = false;
-    timed(stats, phase::uninit, [&] {
-      for (auto it = objects.rbegin(); it != objects.rend(); ++it) unlinked |= hooks_.uninit(*it, b);
-    });
+    if constexpr (hooks_type::has_any_uninit) {
+      timed(stats, phase::uninit, [&] {
+        for (auto it = objects.rbegin(); it != objects.rend(); ++it) unlinked |= hooks_.uninit(*it, b);
+      });
+    }
 
     if (unlinked || batch_access::unlinked(b) || stats.dependents_added > 0) {
       grace_period(stats, phase::grace_period_2);
@@ -169,16 +166,19 @@ class rollback_engine {
   }
 
  private:
-  /// Phase 0 state check. Under throw_error the first bad object throws with the queue untouched;
-  /// under report each bad object is dropped from the queue and counted.
-  std::size_t drop_unregistrable(unreg_queue<T>& q) {
+  /// Phase 0: state check and policy.validate, one pass. Under throw_error the first bad object
+  /// throws with the queue untouched, as does a throwing validate; under report each object in
+  /// the wrong state is dropped from the queue and counted.
+  std::size_t validate_all(unreg_queue<T>& q) {
     std::size_t dropped = 0;
     for (auto it = q.begin(); it != q.end();) {
       T& obj = *it++;
       if (!check_queueable(static_cast<registrable<T>&>(obj), "rollback_many")) {
         q.remove(obj);
         ++dropped;
+        continue;
       }
+      hooks_.validate(obj);
     }
     return dropped;
   }

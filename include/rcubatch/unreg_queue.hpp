@@ -102,9 +102,11 @@ class unreg_queue {
     list_.clear_and_dispose([](T* obj) { access::owner(*static_cast<registrable<T>*>(obj)) = nullptr; });
   }
 
-  /// For rollback_many: moves every queued object to the end of `into` (the batch's list).
-  void splice_into(list_type& into, const void* new_owner) noexcept {
-    for (T& obj : list_) access::owner(static_cast<registrable<T>&>(obj)) = new_owner;
+  /// For rollback_many: calls `adopt(obj)` for each queued object (which must set its owner),
+  /// then moves them all to the end of `into` (the batch's list) in one O(1) splice.
+  template <class Adopt>
+  void splice_into(list_type& into, Adopt&& adopt) noexcept {
+    for (T& obj : list_) adopt(static_cast<registrable<T>&>(obj));
     into.splice(into.end(), list_);
   }
 

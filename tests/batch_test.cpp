@@ -1,0 +1,139 @@
+// batch: what hooks can do with the running batch — dependents, retire, note_unlinked.
+#include <rcubatch/rollback_many.hpp>
+
+#include <gtest/gtest.h>
+
+#include "test_support.hpp"
+
+namespace rcubatch::test {
+namespace {
+
+struct tag;
+using fake = counting_flavor<tag>;
+
+struct sub_object {
+  std::vector<std::string>* log;
+  int id;
+};
+
+std::vector<std::string>* g_log = nullptr;
+
+class batch_test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    fake::reset();
+    g_log = &log;
+  }
+  void TearDown() override { fake::reset(); }
+  grace_domain<fake> domain;
+  std::vector<std::string> log;
+};
+
+TEST_F(batch_test, retired_sub_objects_are_freed_after_the_last_grace_period_and_the_objects) {
+  fake::on_synchronize = []() noexcept { g_log->push_back("GP"); };
+  struct policy : recording_policy {
+    bool uninit(node& n, batch<node, fake>& b) noexcept {
+      record("uninit:" + std::to_string(n.id));
+      b.retire(new sub_object{log, n.id}, [](sub_object* s) noexcept {
+        s->log->push_back("free-sub:" + std::to_string(s->id));
+        delete s;
+      });
+      return false;  // the retire alone must be enough to require GP #2
+    }
+  } p;
+  p.log = &log;
+  unreg_queue<node> q;
+  for (node* n : make_registered(2)) q.push(*n);
+  const batch_stats s = rollback_many(q, p, domain);
+  EXPECT_EQ(s.retired, 2u);
+  EXPECT_EQ(s.grace_periods, 2u);
+  const std::vector<std::string> tail(log.end() - 6, log.end());
+  const std::vector<std::string> expected{"uninit:0", "GP", "destroy:1", "destroy:0", "free-sub:1", "free-sub:0"};
+  EXPECT_EQ(tail, expected);
+}
+
+struct intrusive_sub : retire_node {
+  static inline int disposed = 0;
+  intrusive_sub() {
+    dispose = [](retire_node* n) noexcept {
+      ++disposed;
+      delete static_cast<intrusive_sub*>(n);
+    };
+  }
+};
+
+TEST_F(batch_test, an_intrusive_retire_node_is_disposed_without_allocation) {
+  struct policy {
+    void uninit(node&, batch<node, fake>& b) noexcept { b.retire(*new intrusive_sub); }
+  };
+  intrusive_sub::disposed = 0;
+  unreg_queue<node> q;
+  for (node* n : make_registered(3)) q.push(*n);
+  const batch_stats s = rollback_many(q, policy{}, domain);
+  EXPECT_EQ(intrusive_sub::disposed, 3);
+  EXPECT_EQ(s.retired, 3u);
+}
+
+TEST_F(batch_test, note_unlinked_requires_the_second_grace_period) {
+  struct policy {
+    bool uninit(node&, batch<node, fake>& b) noexcept {
+      b.note_unlinked();
+      return false;
+    }
+  };
+  unreg_queue<node> q;
+  for (node* n : make_registered(3)) q.push(*n);
+  EXPECT_EQ(rollback_many(q, policy{}, domain).grace_periods, 2u);
+}
+
+TEST_F(batch_test, knows_its_objects_and_hands_out_its_domain) {
+  struct policy {
+    std::size_t seen_size = 0;
+    bool contained = false;
+    grace_domain<fake>* d = nullptr;
+    void batch_notify(batch<node, fake>& b) noexcept {
+      seen_size = b.size();
+      contained = b.contains(*b.begin());
+      d = &b.domain();
+    }
+  } p;
+  unreg_queue<node> q;
+  for (node* n : make_registered(4)) q.push(*n);
+  rollback_many(q, p, domain);
+  EXPECT_EQ(p.seen_size, 4u);
+  EXPECT_TRUE(p.contained);
+  EXPECT_EQ(p.d, &domain);
+}
+
+TEST_F(batch_test, a_dependent_queued_after_notify_is_refused_and_stays_registered) {
+  scoped_misuse_policy report(misuse_policy::report, [](misuse_kind, std::string_view) noexcept {});
+  auto late = make_registered(1, 50);
+  struct policy {
+    node* late;
+    bool accepted = true;
+    void uninit(node&, batch<node, fake>& b) noexcept { accepted = b.queue(*late); }
+  } p{late[0]};
+  unreg_queue<node> q;
+  for (node* n : make_registered(1)) q.push(*n);
+  rollback_many(q, p, domain);
+  EXPECT_FALSE(p.accepted);
+  EXPECT_EQ(late[0]->state(), reg_state::registered);
+  unregister_one(*late[0], recording_policy{}, domain);
+}
+
+TEST_F(batch_test, a_dependent_taken_from_a_callers_queue_joins_the_batch) {
+  auto nodes = make_registered(2);
+  nodes[0]->dependents = {nodes[1]};
+  unreg_queue<node> pending;  // nodes[1] was queued elsewhere, e.g. by a dellink
+  pending.push(*nodes[1]);
+  unreg_queue<node> q;
+  q.push(*nodes[0]);
+  std::atomic<int> destroyed{0};
+  const batch_stats s = rollback_many(q, recording_policy{nullptr, true, &destroyed}, domain);
+  EXPECT_EQ(destroyed.load(), 2);
+  EXPECT_TRUE(pending.empty());
+  EXPECT_EQ(s.dependents_added, 1u);
+}
+
+}  // namespace
+}  // namespace rcubatch::test

@@ -1,0 +1,89 @@
+// ref_count: hold/put, drain notification on the last put, misuse.
+#include <rcubatch/ref_count.hpp>
+
+#include <gtest/gtest.h>
+
+#include <thread>
+#include <vector>
+
+namespace rcubatch {
+namespace {
+
+struct recorder final : ref_release_listener {
+  std::vector<void*> released_owners;
+  void released(void* owner) noexcept override { released_owners.push_back(owner); }
+};
+
+TEST(ref_count, counts_holds_and_puts) {
+  ref_count r;
+  EXPECT_EQ(r.count(), 0u);
+  r.hold();
+  r.hold();
+  EXPECT_EQ(r.count(), 2u);
+  r.put();
+  EXPECT_EQ(r.count(), 1u);
+  r.put();
+  EXPECT_EQ(r.count(), 0u);
+}
+
+TEST(ref_count, a_drain_of_an_unheld_object_is_ready_at_once_and_nobody_is_told) {
+  ref_count r;
+  recorder rec;
+  int owner = 0;
+  EXPECT_TRUE(r.begin_drain(&rec, &owner));
+  EXPECT_TRUE(rec.released_owners.empty());
+}
+
+TEST(ref_count, only_the_last_put_after_the_drain_began_notifies_once) {
+  ref_count r;
+  recorder rec;
+  int owner = 0;
+  r.hold();
+  r.hold();
+  EXPECT_FALSE(r.begin_drain(&rec, &owner));
+  r.put();
+  EXPECT_TRUE(rec.released_owners.empty());
+  r.put();
+  ASSERT_EQ(rec.released_owners.size(), 1u);
+  EXPECT_EQ(rec.released_owners[0], &owner);
+}
+
+TEST(ref_count, concurrent_puts_notify_exactly_once) {
+  ref_count r;
+  recorder rec;
+  int owner = 0;
+  constexpr int kThreads = 4, kRefs = 10'000;
+  for (int i = 0; i < kThreads * kRefs; ++i) r.hold();
+  EXPECT_FALSE(r.begin_drain(&rec, &owner));
+  std::vector<std::thread> ts;
+  for (int t = 0; t < kThreads; ++t)
+    ts.emplace_back([&] {
+      for (int i = 0; i < kRefs; ++i) r.put();
+    });
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(rec.released_owners.size(), 1u);
+  EXPECT_EQ(r.count(), 0u);
+}
+
+TEST(ref_count, a_put_without_hold_is_diagnosed_and_leaves_the_count_at_zero) {
+  scoped_misuse_policy p(misuse_policy::report, [](misuse_kind, std::string_view) noexcept {});
+  ref_count r;
+  const unsigned long before = misuse_count(misuse_kind::ref_underflow);
+  r.put();
+  EXPECT_EQ(misuse_count(misuse_kind::ref_underflow), before + 1);
+  EXPECT_EQ(r.count(), 0u);
+}
+
+TEST(ref_count, a_hold_after_the_count_drained_is_diagnosed) {
+  scoped_misuse_policy p(misuse_policy::report, [](misuse_kind, std::string_view) noexcept {});
+  ref_count r;
+  recorder rec;
+  int owner = 0;
+  ASSERT_TRUE(r.begin_drain(&rec, &owner));
+  const unsigned long before = misuse_count(misuse_kind::hold_after_drain);
+  r.hold();
+  EXPECT_EQ(misuse_count(misuse_kind::hold_after_drain), before + 1);
+}
+
+}  // namespace
+}  // namespace rcubatch
