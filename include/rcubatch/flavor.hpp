@@ -29,6 +29,7 @@
 #include <urcu/urcu-memb.h>
 #include <urcu/urcu-qsbr.h>
 
+#include "rcubatch/detail/tsan.hpp"
 #include "rcubatch/fwd.hpp"
 
 // liburcu 0.13.2 guards <urcu/call-rcu.h> with one include guard for all flavors, so only the
@@ -157,6 +158,20 @@ bool in_read_section() noexcept {
   } else {
     return Flavor::read_ongoing();
   }
+}
+
+/// Runs Cb(head) after a grace period on liburcu's call_rcu worker (Flavor::call), with the
+/// ThreadSanitizer edge the raw call lacks: everything the caller did before is visible to Cb.
+/// liburcu overwrites head->func, so the callback is a template argument, not a runtime pointer.
+/// Requires: the caller is registered with Flavor. A process that used it must call
+/// grace_domain::barrier() (liburcu rcu_barrier) before exit: 0.13.2 never stops its worker.
+template <class Flavor, rcu_callback Cb>
+void call_after_grace_period(rcu_head* head) noexcept {
+  detail::tsan_release(head);
+  Flavor::call(head, [](rcu_head* h) {
+    detail::tsan_acquire(h);
+    Cb(h);
+  });
 }
 
 }  // namespace rcubatch

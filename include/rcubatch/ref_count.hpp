@@ -46,9 +46,11 @@ class ref_count {
   void hold() noexcept {
     const std::uint64_t old = word_.fetch_add(1, std::memory_order_relaxed);
     if (old == kDraining) {
+      // Refuse: keeping the reference would make its put() notify a drain that already finished.
+      word_.fetch_sub(1, std::memory_order_relaxed);
       detail::diagnose_noexcept(misuse_kind::hold_after_drain,
                                 "hold() on an object whose references already drained to zero: "
-                                "it is unregistered and about to be destroyed");
+                                "it is unregistered and about to be destroyed; the hold is refused");
     }
   }
 

@@ -22,7 +22,9 @@
 #include <string_view>
 
 #include "rcubatch/batch.hpp"
+#include "rcubatch/detail/tsan.hpp"
 #include "rcubatch/detail/writer_lock.hpp"
+#include "rcubatch/flavor.hpp"
 #include "rcubatch/policy.hpp"
 
 namespace rcubatch {
@@ -42,7 +44,7 @@ struct drain_options {
 
 namespace detail {
 
-template <class T, class Hooks>
+template <class T, class Flavor, class Hooks>
 class ref_drain final : public ref_release_listener {
   using clock = std::chrono::steady_clock;
   using access = registrable_access;
@@ -71,6 +73,10 @@ class ref_drain final : public ref_release_listener {
     while (!objects_.empty()) {
       registrable<T>* ready = nullptr;
       {
+        // A registered QSBR thread that is online counts as a reader: waiting online would stall
+        // every other thread's grace period, and deadlock with a holder that needs one before its
+        // put(). Only the wait is offline: hooks (rebroadcast, destroy) run online as usual.
+        offline_while_waiting offline;
         std::unique_lock lock(mutex_);
         const auto deadline = Hooks::has_rebroadcast_hook ? std::min(next_rebroadcast, next_report) : next_report;
         cv_.wait_until(lock, deadline, [&] { return ready_ != nullptr; });
@@ -94,11 +100,11 @@ class ref_drain final : public ref_release_listener {
           ++stats_.rebroadcasts;
         }
         writer_lock_.unlock();
-        next_rebroadcast = now + opts_.rebroadcast_interval;
+        next_rebroadcast = clock::now() + opts_.rebroadcast_interval;
       }
-      if (now >= next_report) {
+      if (clock::now() >= next_report) {  // re-read: the rebroadcast may have waited for the lock
         for (T& obj : objects_) report_stall(obj);
-        next_report = now + opts_.stall_report_interval;
+        next_report = clock::now() + opts_.stall_report_interval;
       }
     }
   }
@@ -112,6 +118,24 @@ class ref_drain final : public ref_release_listener {
   }
 
  private:
+  struct offline_while_waiting {
+    bool was_online = false;
+    offline_while_waiting() noexcept {
+      if constexpr (Flavor::quiescent_state_based) {
+        was_online = Flavor::read_ongoing();
+        if (was_online) {
+          tsan_reader_leaves<Flavor>();
+          Flavor::thread_offline();
+        }
+      }
+    }
+    ~offline_while_waiting() {
+      if (was_online) Flavor::thread_online();
+    }
+    offline_while_waiting(const offline_while_waiting&) = delete;
+    offline_while_waiting& operator=(const offline_while_waiting&) = delete;
+  };
+
   void release(T& obj) noexcept {
     registrable<T>& r = obj;
     access::owner(r) = nullptr;

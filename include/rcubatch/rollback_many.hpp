@@ -157,7 +157,7 @@ class rollback_engine {
     stats.objects = objects.size();
     lock_.unlock();
     timed(stats, phase::ref_drain, [&] {
-      ref_drain<T, hooks_type> drain(objects, hooks_, opts_.drain, stats, lock_);
+      ref_drain<T, Flavor, hooks_type> drain(objects, hooks_, opts_.drain, stats, lock_);
       drain.run();
     });
     timed(stats, phase::destroy, [&] { batch_access::dispose_retired(b); });
@@ -258,7 +258,17 @@ template <class T, class Policy, class Flavor>
 batch_stats unregister_one(T& obj, Policy&& policy, grace_domain<Flavor>& domain,
                            const rollback_options& opts = {}) {
   unreg_queue<T> q;
-  if (!q.push(obj)) {
+  // GCC 12 -Wdangling-pointer: push stores &q in obj; rollback_many (or q's destructor) always
+  // clears it before q goes away, which the compiler cannot see.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdangling-pointer"
+#endif
+  const bool queued = q.push(obj);
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#pragma GCC diagnostic pop
+#endif
+  if (!queued) {
     batch_stats refused;
     refused.skipped = 1;
     return refused;

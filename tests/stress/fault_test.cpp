@@ -321,7 +321,7 @@ TEST(fault, leaked_ref_gives_the_stall_report_and_no_early_destroy_until_release
 // pointers across it anyway.
 // The test breaks the cycle itself so it never hangs: if the holder's grace period has not ended
 // within the guard time, it puts the reference anyway and the test fails on the recorded order.
-TEST(fault, DISABLED_qsbr_writer_in_the_ref_drain_does_not_block_other_grace_periods) {
+TEST(fault, qsbr_writer_in_the_ref_drain_does_not_block_other_grace_periods) {
   using F = rcubatch::flavor::qsbr;
   rcubatch::thread_registration<F> me;  // the writer is a registered, online QSBR thread
   rcubatch::grace_domain<F> domain, other_domain;

@@ -312,7 +312,7 @@ TEST_F(misuse_fixture, hold_after_drain_is_reported_under_throw_error_and_report
 // Fix: in ref_count::hold(), after diagnose_noexcept returns, undo the increment
 // (word_.fetch_sub(1, relaxed)), as put() already does for underflow; and make put() treat
 // old == kDraining as underflow (it does). Enable this test when fixed.
-TEST_F(misuse_fixture, DISABLED_hold_after_drain_is_refused_under_report_so_a_later_put_cannot_release_twice) {
+TEST_F(misuse_fixture, hold_after_drain_is_refused_under_report_so_a_later_put_cannot_release_twice) {
   released_gadget r;
   rcubatch::scoped_misuse_policy p(misuse_policy::report, &capture);
   r.g.refs().hold();
