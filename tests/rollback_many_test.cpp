@@ -151,6 +151,19 @@ TEST_F(rollback_many_counting, moves_each_object_through_every_state_once) {
   EXPECT_EQ(log, expected);
 }
 
+TEST_F(rollback_many_counting, can_leave_the_dismantle_flag_off_to_reproduce_older_registries) {
+  struct policy {
+    bool saw_dismantle = false;
+    void notify(node& n) noexcept { saw_dismantle |= n.dismantling(); }
+  } p;
+  unreg_queue<node> q;
+  for (node* n : make_registered(3)) q.push(*n);
+  rollback_options opts;
+  opts.mark_dismantle = false;
+  rollback_many(q, p, domain, opts);
+  EXPECT_FALSE(p.saw_dismantle);
+}
+
 // --- validation: nothing changes ----------------------------------------------------------------
 
 TEST_F(rollback_many_counting, a_throwing_validate_aborts_the_batch_with_nothing_changed) {

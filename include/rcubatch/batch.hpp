@@ -170,15 +170,16 @@ class batch : public detail::batch_base {
     objects_.push_back(obj);
     access::owner(r) = this;
     access::batch(r) = this;
-    access::set_dismantle(r, true);
+    access::set_dismantle(r, mark_dismantle_);
   }
 
   /// Takes every object of `q` in one pass and one O(1) splice.
-  void adopt_all(unreg_queue<T>& q) noexcept {
+  void adopt_all(unreg_queue<T>& q, bool dismantle) noexcept {
+    mark_dismantle_ = dismantle;
     q.splice_into(objects_, [this](registrable<T>& r) noexcept {
       access::owner(r) = this;
       access::batch(r) = this;
-      access::set_dismantle(r, true);
+      access::set_dismantle(r, mark_dismantle_);
     });
   }
 
@@ -199,6 +200,7 @@ class batch : public detail::batch_base {
       retired_;
   bool unlinked_after_gp1_ = false;
   bool accepting_dependents_ = true;
+  bool mark_dismantle_ = true;
 };
 
 }  // namespace rcubatch

@@ -16,7 +16,8 @@
 // A flavor provides: name, quiescent_state_based, register_thread, unregister_thread, read_lock,
 // read_unlock, read_ongoing, quiescent_state, thread_offline, thread_online, synchronize, call and
 // barrier — the `rcu_flavor` concept below checks it, so a test double (counting_flavor.hpp) can
-// stand in for liburcu.
+// stand in for liburcu. The four liburcu flavors also give table(), their rcu_flavor_struct, for
+// liburcu's own data structures (rculfhash: cds_lfht_new_flavor(..., &F::table(), ...)).
 //
 // Misuse: flavors are raw; call the checked wrappers (read_guard, grace_domain) instead.
 #pragma once
@@ -44,6 +45,11 @@ void urcu_mb_call_rcu(struct rcu_head*, void (*)(struct rcu_head*));
 void urcu_mb_barrier(void);
 void urcu_bp_call_rcu(struct rcu_head*, void (*)(struct rcu_head*));
 void urcu_bp_barrier(void);
+// The same guard problem hides all but one flavor's function table from <urcu/flavor.h>.
+extern const struct rcu_flavor_struct urcu_memb_flavor;
+extern const struct rcu_flavor_struct urcu_qsbr_flavor;
+extern const struct rcu_flavor_struct urcu_mb_flavor;
+extern const struct rcu_flavor_struct urcu_bp_flavor;
 }
 
 namespace rcubatch {
@@ -84,6 +90,8 @@ struct memb {
   static void synchronize() noexcept { urcu_memb_synchronize_rcu(); }
   static void call(rcu_head* h, rcu_callback f) noexcept { urcu_memb_call_rcu(h, f); }
   static void barrier() noexcept { urcu_memb_barrier(); }
+  /// liburcu's function table for this flavor, as rculfhash wants it (cds_lfht_new_flavor).
+  static const rcu_flavor_struct& table() noexcept { return urcu_memb_flavor; }
 };
 
 struct qsbr {
@@ -101,6 +109,8 @@ struct qsbr {
   static void synchronize() noexcept { urcu_qsbr_synchronize_rcu(); }
   static void call(rcu_head* h, rcu_callback f) noexcept { urcu_qsbr_call_rcu(h, f); }
   static void barrier() noexcept { urcu_qsbr_barrier(); }
+  /// liburcu's function table for this flavor, as rculfhash wants it (cds_lfht_new_flavor).
+  static const rcu_flavor_struct& table() noexcept { return urcu_qsbr_flavor; }
 };
 
 struct mb {
@@ -117,6 +127,8 @@ struct mb {
   static void synchronize() noexcept { urcu_mb_synchronize_rcu(); }
   static void call(rcu_head* h, rcu_callback f) noexcept { urcu_mb_call_rcu(h, f); }
   static void barrier() noexcept { urcu_mb_barrier(); }
+  /// liburcu's function table for this flavor, as rculfhash wants it (cds_lfht_new_flavor).
+  static const rcu_flavor_struct& table() noexcept { return urcu_mb_flavor; }
 };
 
 /// bp registers threads lazily on their first read_lock and has no unregister entry point.
@@ -134,6 +146,8 @@ struct bp {
   static void synchronize() noexcept { urcu_bp_synchronize_rcu(); }
   static void call(rcu_head* h, rcu_callback f) noexcept { urcu_bp_call_rcu(h, f); }
   static void barrier() noexcept { urcu_bp_barrier(); }
+  /// liburcu's function table for this flavor, as rculfhash wants it (cds_lfht_new_flavor).
+  static const rcu_flavor_struct& table() noexcept { return urcu_bp_flavor; }
 };
 
 }  // namespace flavor

@@ -57,6 +57,9 @@ namespace rcubatch {
 
 struct rollback_options {
   drain_options drain{};
+  /// Set every object's dismantle flag for the whole batch (the point of the flag). Turn it off
+  /// only to reproduce registries that predate it, for comparisons (examples/netdev legacy mode).
+  bool mark_dismantle = true;
 };
 
 /// Opt-in: release `lock` (which the caller holds) during grace-period waits and the ref drain.
@@ -72,7 +75,9 @@ struct batch_access {
   template <class T, class F> static auto make(grace_domain<F>& d) noexcept { return batch<T, F>(d); }
   template <class T, class F> static unreg_list<T>& objects(batch<T, F>& b) noexcept { return b.objects_; }
   template <class T, class F> static batch_stats& stats(batch<T, F>& b) noexcept { return b.stats_; }
-  template <class T, class F> static void adopt_all(batch<T, F>& b, unreg_queue<T>& q) noexcept { b.adopt_all(q); }
+  template <class T, class F> static void adopt_all(batch<T, F>& b, unreg_queue<T>& q, bool dismantle) noexcept {
+    b.adopt_all(q, dismantle);
+  }
   template <class T, class F> static bool unlinked(batch<T, F>& b) noexcept { return b.unlinked_after_gp1_; }
   template <class T, class F> static void close_door(batch<T, F>& b) noexcept { b.accepting_dependents_ = false; }
   template <class T, class F> static void dispose_retired(batch<T, F>& b) noexcept { b.dispose_retired(); }
@@ -113,7 +118,7 @@ class rollback_engine {
     batch_stats& stats = batch_access::stats(b);
     stats.skipped = result.skipped;
     stats.time_of(phase::validate) = result.time_of(phase::validate);
-    batch_access::adopt_all(b, q);
+    batch_access::adopt_all(b, q, opts_.mark_dismantle);
     auto& objects = batch_access::objects(b);
 
     iterator round_first = objects.begin();
