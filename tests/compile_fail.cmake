@@ -10,3 +10,7 @@ endfunction()
 
 rcubatch_add_compile_fail_test(throwing_unlist compile_fail/throwing_unlist.cpp
   "Policy::unlist runs after the point of no return and must be noexcept")
+rcubatch_add_compile_fail_test(throwing_notify compile_fail/throwing_notify.cpp
+  "Policy::notify runs after the point of no return and must be noexcept")
+rcubatch_add_compile_fail_test(throwing_destroy compile_fail/throwing_destroy.cpp
+  "Policy::destroy runs after the point of no return and must be noexcept")
