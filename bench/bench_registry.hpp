@@ -359,12 +359,34 @@ void run_teardown_case(benchmark::State& st, std::size_t n, int readers, Teardow
   st.counters["readers"] = readers;
 }
 
+/// The same measurement outside a benchmark::State, for the interleaved goal case: starts the
+/// readers, times `iterations` teardowns of n fresh objects, stops the readers, and returns each
+/// iteration's seconds.
+template <class Protocol, class Teardown>
+std::vector<double> sample_teardown(std::size_t n, int readers, int iterations, Teardown&& teardown,
+                                    void (*prepare)(std::vector<bench_object*>&) = nullptr) {
+  registry reg(n);
+  std::vector<double> out;
+  reader_group<Protocol> rg(reg, readers);
+  for (int i = 0; i < iterations; ++i) {
+    std::vector<bench_object*> objs = reg.populate(n);
+    if (prepare) prepare(objs);
+    const auto t0 = clock::now();
+    teardown(reg, objs);
+    out.push_back(seconds_since(t0));
+  }
+  return out;
+}
+
 /// Benchmark registration hooks of the optional peers (defined in peer_*.cpp when built).
 void register_libcds_benchmarks(const run_config& cfg);
 void register_dpdk_benchmarks(const run_config& cfg);
 /// Goal-set registration: the N=1e4, memb, one-reader cases, registered next to each other.
 void register_libcds_goal_case(const run_config& cfg);
 void register_dpdk_goal_case(const run_config& cfg);
+/// Samples (seconds per teardown of n objects) for the interleaved goal case; empty if unavailable.
+std::vector<double> libcds_goal_samples(std::size_t n, int readers, int iterations);
+std::vector<double> dpdk_goal_samples(std::size_t n, int readers, int iterations);
 /// DPDK's EAL must start before any thread exists; returns an empty string or why it failed.
 std::string dpdk_init();
 

@@ -207,6 +207,97 @@ void bm_paired_floor(benchmark::State& st, std::size_t n, int readers) {
   st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations()) * static_cast<std::int64_t>(n));
 }
 
+// --- the goal set, interleaved ---------------------------------------------------------------------
+// The machine this runs on is shared: other tenants' load comes and goes within seconds, and a
+// grace period that finds a reader preempted inside its read-side section waits a scheduler
+// slice. Separate cases measured a minute apart can then disagree by 4x. This case measures every
+// method of the goal set in rounds — each round runs a few teardowns of each method, its
+// own readers started before and stopped after — so every method sees the same mix of machine
+// states, and the ratios are taken between medians over all rounds.
+template <class Flavor>
+void bm_goal_interleaved(benchmark::State& st, std::size_t n, int readers) {
+  using protocol = urcu_protocol<Flavor>;
+  using fake = rcubatch::counting_flavor<floor_tag<Flavor>>;
+  rcubatch::grace_domain<Flavor> real_domain;
+  rcubatch::grace_domain<fake> fake_domain;
+  enum { rollback, floor_, legacy1, legacy3, callrcu, libcds, dpdk, kCount };
+  constexpr const char* names[kCount] = {"rollback_many", "floor", "legacy_1gp", "legacy_3gp",
+                                         "call_rcu_barrier", "libcds", "dpdk"};
+  std::vector<double> samples[kCount];
+  auto add = [&](int m, const std::vector<double>& v) { samples[m].insert(samples[m].end(), v.begin(), v.end()); };
+  for (auto _ : st) {
+    const auto t0 = clock::now();
+    add(rollback, sample_teardown<protocol>(n, readers, 6, [&](registry& reg, std::vector<bench_object*>& objs) {
+      return rollback_all(real_domain, reg, objs);
+    }, &mark_all_registered));
+    add(floor_, sample_teardown<protocol>(n, readers, 6, [&](registry& reg, std::vector<bench_object*>& objs) {
+      return rollback_all(fake_domain, reg, objs);
+    }, &mark_all_registered));
+    add(legacy1, sample_teardown<protocol>(n, readers, 1, [](registry& reg, std::vector<bench_object*>& objs) {
+      for (auto* o : objs) {
+        reg.hash_remove(*o);
+        reg.list_remove(*o);
+        Flavor::synchronize();
+        delete o;
+      }
+      return 0.0;
+    }));
+    add(legacy3, sample_teardown<protocol>(n, readers, 1, [](registry& reg, std::vector<bench_object*>& objs) {
+      for (auto* o : objs) {
+        reg.hash_remove(*o);
+        Flavor::synchronize();
+        reg.list_remove(*o);
+        Flavor::synchronize();
+        Flavor::synchronize();
+        delete o;
+      }
+      return 0.0;
+    }));
+    {
+      rcubatch::thread_registration<Flavor> writer;
+      Flavor::thread_offline();
+      add(callrcu, sample_teardown<protocol>(n, readers, 3, [](registry& reg, std::vector<bench_object*>& objs) {
+        Flavor::thread_online();
+        for (auto* o : objs) {
+          reg.hash_remove(*o);
+          reg.list_remove(*o);
+          Flavor::call(&o->rcu, &free_after_call_rcu);
+        }
+        Flavor::thread_offline();
+        Flavor::barrier();
+        return 0.0;
+      }));
+    }
+#ifdef RCUBATCH_BENCH_HAVE_LIBCDS
+    add(libcds, libcds_goal_samples(n, readers, 6));
+#endif
+#ifdef RCUBATCH_BENCH_HAVE_DPDK
+    add(dpdk, dpdk_goal_samples(n, readers, 6));
+#endif
+    st.SetIterationTime(seconds_since(t0));
+  }
+  auto median = [](std::vector<double> v) {
+    auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+    std::nth_element(v.begin(), mid, v.end());
+    return *mid;
+  };
+  double med[kCount] = {};
+  for (int m = 0; m < kCount; ++m) {
+    if (samples[m].empty()) continue;
+    med[m] = median(samples[m]) * 1e9 / static_cast<double>(n);
+    st.counters[std::string(names[m]) + "_ns_per_obj"] = med[m];
+    st.counters[std::string(names[m]) + "_samples"] = static_cast<double>(samples[m].size());
+  }
+  st.counters["ratio_rollback_over_floor"] = med[rollback] / med[floor_];
+  st.counters["ratio_legacy1_over_rollback"] = med[legacy1] / med[rollback];
+  st.counters["ratio_legacy3_over_rollback"] = med[legacy3] / med[rollback];
+  st.counters["ratio_callrcu_over_rollback"] = med[callrcu] / med[rollback];
+  if (med[libcds] > 0) st.counters["ratio_libcds_over_rollback"] = med[libcds] / med[rollback];
+  if (med[dpdk] > 0) st.counters["ratio_dpdk_over_rollback"] = med[dpdk] / med[rollback];
+  st.counters["N"] = static_cast<double>(n);
+  st.counters["readers"] = readers;
+}
+
 // --- reader throughput while batches run back to back -------------------------------------------
 template <class Flavor>
 void bm_reader_throughput(benchmark::State& st, bool writer, std::size_t n, std::size_t batch, int readers) {
@@ -428,6 +519,9 @@ void register_all(const run_config& cfg) {
   benchmark::RegisterBenchmark("BM_Paired_RollbackManyVsFloor/memb/readers:1/N:10000", [](benchmark::State& st) {
     bm_paired_floor<rcubatch::flavor::memb>(st, 10'000, 1);
   })->Iterations(cfg.full ? 200 : 60)->UseManualTime()->Unit(benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("BM_Goal_Interleaved/memb/readers:1/N:10000", [](benchmark::State& st) {
+    bm_goal_interleaved<rcubatch::flavor::memb>(st, 10'000, 1);
+  })->Iterations(cfg.full ? 12 : 5)->UseManualTime()->Unit(benchmark::kMillisecond);
   add_ping_pong("after_goal_set");
 
   // 2. Scaling: every flavor, every N; the peers (their own read sides).

@@ -56,13 +56,7 @@ void free_objects(void*, void* e, unsigned int n) {
   for (unsigned i = 0; i < n; ++i) delete elems[i];
 }
 
-void bm_dpdk_defer_queue(benchmark::State& st, std::size_t n, int readers) {
-  if (!g_eal_ok) {
-    st.SkipWithError("DPDK EAL did not start (see the dpdk_eal context field)");
-    for (auto _ : st) {
-    }
-    return;
-  }
+rte_rcu_qsbr_dq* create_defer_queue(std::size_t n) {
   static int serial = 0;
   const std::string qname = "rcubatch_dq" + std::to_string(serial++);
   rte_rcu_qsbr_dq_parameters params{};
@@ -73,7 +67,32 @@ void bm_dpdk_defer_queue(benchmark::State& st, std::size_t n, int readers) {
   params.max_reclaim_size = 16;
   params.free_fn = &free_objects;
   params.v = g_qsv;
-  rte_rcu_qsbr_dq* dq = rte_rcu_qsbr_dq_create(&params);
+  return rte_rcu_qsbr_dq_create(&params);
+}
+
+/// Unlink and enqueue every object, then reclaim until nothing is pending (time until all freed).
+double defer_all(rte_rcu_qsbr_dq* dq, registry& reg, std::vector<bench_object*>& objs, std::size_t& retries) {
+  for (auto* o : objs) {
+    reg.hash_remove(*o);
+    reg.list_remove(*o);
+    bench_object* e = o;
+    while (rte_rcu_qsbr_dq_enqueue(dq, &e) != 0) ++retries;  // full: retry after reclaim
+  }
+  unsigned freed = 0, pending = 0, available = 0;
+  do {
+    rte_rcu_qsbr_dq_reclaim(dq, ~0u, &freed, &pending, &available);
+  } while (pending > 0);
+  return -1.0;  // one token per object; a reader pass acks all earlier tokens
+}
+
+void bm_dpdk_defer_queue(benchmark::State& st, std::size_t n, int readers) {
+  if (!g_eal_ok) {
+    st.SkipWithError("DPDK EAL did not start (see the dpdk_eal context field)");
+    for (auto _ : st) {
+    }
+    return;
+  }
+  rte_rcu_qsbr_dq* dq = create_defer_queue(n);
   if (dq == nullptr) {
     st.SkipWithError((std::string("rte_rcu_qsbr_dq_create: ") + rte_strerror(rte_errno)).c_str());
     for (auto _ : st) {
@@ -82,17 +101,7 @@ void bm_dpdk_defer_queue(benchmark::State& st, std::size_t n, int readers) {
   }
   std::size_t enqueue_failures = 0;
   run_teardown_case<dpdk_protocol>(st, n, readers, [&](registry& reg, std::vector<bench_object*>& objs) {
-    for (auto* o : objs) {
-      reg.hash_remove(*o);
-      reg.list_remove(*o);
-      bench_object* e = o;
-      while (rte_rcu_qsbr_dq_enqueue(dq, &e) != 0) ++enqueue_failures;  // full: retry after reclaim
-    }
-    unsigned freed = 0, pending = 0, available = 0;
-    do {
-      rte_rcu_qsbr_dq_reclaim(dq, ~0u, &freed, &pending, &available);
-    } while (pending > 0);  // time until everything is freed
-    return -1.0;            // one token per object; a reader pass acks all earlier tokens
+    return defer_all(dq, reg, objs, enqueue_failures);
   });
   rte_rcu_qsbr_dq_delete(dq);
   st.counters["enqueue_retries"] = static_cast<double>(enqueue_failures);
@@ -129,6 +138,18 @@ std::string dpdk_init() {
   std::memset(g_qsv, 0, sz);
   rte_rcu_qsbr_init(g_qsv, kMaxReaders);
   return error;
+}
+
+std::vector<double> dpdk_goal_samples(std::size_t n, int readers, int iterations) {
+  if (!g_eal_ok) return {};
+  rte_rcu_qsbr_dq* dq = create_defer_queue(n);
+  if (dq == nullptr) return {};
+  std::size_t retries = 0;
+  auto out = sample_teardown<dpdk_protocol>(n, readers, iterations, [&](registry& reg, std::vector<bench_object*>& objs) {
+    return defer_all(dq, reg, objs, retries);
+  });
+  rte_rcu_qsbr_dq_delete(dq);
+  return out;
 }
 
 void register_dpdk_goal_case(const run_config& cfg) { add_case(10'000, 1, cfg.full); }

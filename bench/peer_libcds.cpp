@@ -44,17 +44,19 @@ struct libcds_protocol {
 
 void free_object(void* p) { delete static_cast<bench_object*>(p); }
 
+double retire_all(registry& reg, std::vector<bench_object*>& objs) {
+  for (auto* o : objs) {
+    reg.hash_remove(*o);
+    reg.list_remove(*o);
+    rcu_gpb::retire_ptr(o, &free_object);
+  }
+  rcu_gpb::synchronize();  // time until everything is freed
+  return -1.0;             // GPs run inside retire_ptr when the buffer fills: about N/256 + 1
+}
+
 void bm_libcds_retire(benchmark::State& st, std::size_t n, int readers) {
   rcu_singleton();
-  run_teardown_case<libcds_protocol>(st, n, readers, [](registry& reg, std::vector<bench_object*>& objs) {
-    for (auto* o : objs) {
-      reg.hash_remove(*o);
-      reg.list_remove(*o);
-      rcu_gpb::retire_ptr(o, &free_object);
-    }
-    rcu_gpb::synchronize();  // time until everything is freed
-    return -1.0;             // GPs run inside retire_ptr when the buffer fills: about N/256 + 1
-  });
+  run_teardown_case<libcds_protocol>(st, n, readers, &retire_all);
   st.counters["buffer_capacity"] = static_cast<double>(rcu_gpb::capacity());
 }
 
@@ -69,6 +71,11 @@ void add_case(std::size_t n, int readers, bool full) {
 
 
 }  // namespace
+
+std::vector<double> libcds_goal_samples(std::size_t n, int readers, int iterations) {
+  rcu_singleton();
+  return sample_teardown<libcds_protocol>(n, readers, iterations, &retire_all);
+}
 
 void register_libcds_goal_case(const run_config& cfg) { add_case(10'000, 1, cfg.full); }
 

@@ -171,10 +171,45 @@ def summary(ctx, runs, table, path, src):
     L.append(f"DPDK EAL: {ctx.get('dpdk_eal', '?')}")
     L.append("")
 
-    # --- the issue's goals ---
+    # --- the issue's goals, interleaved (primary) ---
+    inter = next((b for b in runs if b["name"].startswith("BM_Goal_Interleaved/memb")), None)
+    if inter:
+        L.append("### Goals, interleaved case (urcu-memb, 1 reader, N = 10,000) — the verdicts")
+        L.append("")
+        L.append(f"`{inter['name'].split('/iterations')[0]}`: {inter.get('iterations')} rounds; each round runs every "
+                 "method in turn with its own readers, so all methods see the same mix of machine states. "
+                 "Medians over all rounds' teardowns.")
+        L.append("")
+        L.append("| method | ns/object (median) | teardowns | ratio | goal | met |")
+        L.append("|---|---|---|---|---|---|")
+        rows = [
+            ("rollback_many", "rollback_many", None, None, None),
+            ("floor", "floor (GPs stubbed)", "ratio_rollback_over_floor", "rollback_many / floor", lambda x: x <= 1.25),
+            ("legacy_1gp", "legacy, 1 GP/object", "ratio_legacy1_over_rollback", "legacy-1GP / rollback_many", None),
+            ("legacy_3gp", "legacy, 3 GPs/object", "ratio_legacy3_over_rollback", "legacy-3GP / rollback_many", lambda x: x >= 1000),
+            ("call_rcu_barrier", "call_rcu + rcu_barrier", "ratio_callrcu_over_rollback", "call_rcu+barrier / rollback_many", lambda x: x >= 20),
+            ("libcds", "libcds general_buffered retire", "ratio_libcds_over_rollback", "libcds / rollback_many", lambda x: x >= 2),
+            ("dpdk", "DPDK rte_rcu_qsbr defer queue", "ratio_dpdk_over_rollback", "DPDK / rollback_many", lambda x: x >= 2),
+        ]
+        goal_text = {"floor": "≤ 1.25", "legacy_3gp": "≥ 1000", "call_rcu_barrier": "≥ 20", "libcds": "≥ 2", "dpdk": "≥ 2"}
+        for key, label, ratio_key, what, ok in rows:
+            v = inter.get(f"{key}_ns_per_obj")
+            if v is None:
+                L.append(f"| {label} | not run | | | | |")
+                continue
+            samples = fmt(inter.get(f"{key}_samples"))
+            if ratio_key is None:
+                L.append(f"| {label} | {fmt(v)} | {samples} | 1 | | |")
+                continue
+            x = inter.get(ratio_key)
+            met = "–" if ok is None else ("yes" if ok(x) else "**no**")
+            L.append(f"| {label} | {fmt(v)} | {samples} | {what} = **{fmt(x)}** | {goal_text.get(key, '–')} | {met} |")
+        L.append("")
+
+    # --- the issue's goals, separate cases ---
     n, r, f = 10_000, 1, "memb"
     rb = lookup(table, "RollbackMany", f, r, n)
-    L.append(f"### Goals (urcu-{f}, {r} reader, N = {n:,})")
+    L.append(f"### The same methods as separate cases (urcu-{f}, {r} reader, N = {n:,}), run back to back")
     L.append("")
     L.append("| method | ns/object median | ns/object mean | GPs/batch | ratio (median) | ratio (mean) | goal | met (median) |")
     L.append("|---|---|---|---|---|---|---|---|")
