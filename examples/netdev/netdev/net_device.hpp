@@ -9,6 +9,7 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -86,13 +87,20 @@ struct alignas(64) tx_stats_slot {
 };
 inline constexpr std::size_t kTxStatSlots = 32;
 
+/// A tunnel's transmit state: 2 KiB of per-thread stats slots and the tx lock. Allocated apart
+/// from the device (tunnel_link::tx), so that dummies, vlans and macvlans stay small: inline, it
+/// made every net_device 2,560 bytes, and 100,000 dummies 256 MB of page faults and cache misses.
+struct tunnel_tx {
+  alignas(64) std::mutex tx_lock;  // the per-device xmit lock (HARD_TX_LOCK) when !lltx
+  std::uint32_t o_seqno = 0;       // guarded by tx_lock
+  std::array<tx_stats_slot, kTxStatSlots> stats{};
+};
+
 struct tunnel_link {
   tunnel_params params;          // fixed at creation; read by xmit under RCU through the device
   device_hash_node node{};       // in the namespace's ipip or gre tunnel table
   bool lltx = true;              // lockless xmit allowed (false with oseq, or in legacy mode)
-  alignas(64) std::mutex tx_lock;  // the per-device xmit lock (HARD_TX_LOCK) when !lltx
-  std::uint32_t o_seqno = 0;     // guarded by tx_lock
-  std::array<tx_stats_slot, kTxStatSlots> stats{};
+  std::unique_ptr<tunnel_tx> tx = std::make_unique<tunnel_tx>();  // lives as long as the device
 };
 
 struct net_device : rcubatch::registrable<net_device> {

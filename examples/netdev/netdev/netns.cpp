@@ -28,16 +28,16 @@ netns::~netns() = default;
 
 void netns::publish(net_device& dev) {
   // Indexes first, list last: a reader walking the list only meets fully indexed devices.
-  by_name_.add(hash_name(dev.name), &dev.name_node.node);
-  by_index_.add(hash_index(dev.ifindex), &dev.index_node.node);
+  by_name_.add_in_section(hash_name(dev.name), &dev.name_node.node);
+  by_index_.add_in_section(hash_index(dev.ifindex), &dev.index_node.node);
   cds_list_add_tail_rcu(&dev.list_node.link, &devices_);
   ++count_;
 }
 
 void netns::unpublish(net_device& dev) noexcept {
   cds_list_del_rcu(&dev.list_node.link);
-  by_name_.remove(&dev.name_node.node);
-  by_index_.remove(&dev.index_node.node);
+  by_name_.remove_in_section(&dev.name_node.node);
+  by_index_.remove_in_section(&dev.index_node.node);
   --count_;
 }
 

@@ -30,9 +30,12 @@ class netns {
 
   const std::string& name() const noexcept { return name_; }
 
-  /// Writer: makes `dev` visible to readers. Requires: its name is free (name_taken).
+  /// Writer: makes `dev` visible to readers. Requires: its name is free (name_taken), and a
+  /// read-side section (rculfhash updates need one; the registry takes one inline read_guard for
+  /// the whole publish instead of one out-of-line read lock per table).
   void publish(net_device& dev);
   /// Writer: unpublishes `dev` from the list and both hashes (the batch's unlist phase).
+  /// Requires: a read-side section, as for publish.
   void unpublish(net_device& dev) noexcept;
   bool name_taken(std::string_view name) const noexcept { return find_locked(name) != nullptr; }
   net_device* find_locked(std::string_view name) const noexcept;

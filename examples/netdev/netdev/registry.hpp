@@ -78,7 +78,7 @@ class registry final : private grace_periods {
   using batch_type = rcubatch::batch<net_device, Flavor>;
 
   explicit registry(unreg_mode mode = unreg_mode::batched)
-      : mode_(mode), flavor_(lfht_flavor<Flavor>()), init_net_(std::make_unique<netns>("", flavor_)) {
+      : mode_(mode), flavor_(&Flavor::table()), init_net_(std::make_unique<netns>("", flavor_)) {
     notifiers_.subscribe(vlan_cascade_);
     notifiers_.subscribe(macvlan_cascade_);
     notifiers_.subscribe(fib_);
@@ -123,7 +123,10 @@ class registry final : private grace_periods {
     net_device* lower = nullptr;
     if (status s = check_newlink(ns, req, lower); !s.ok()) return s;
     net_device& dev = *new net_device(req.name, req.kind, ns, next_ifindex_.fetch_add(1));
-    ns.publish(dev);
+    {
+      rcubatch::read_guard<Flavor> section;  // rculfhash updates run inside a read-side section
+      ns.publish(dev);
+    }
     dev.mark_registered();
     switch (req.kind) {
       case link_kind::dummy: break;
@@ -273,7 +276,10 @@ class registry final : private grace_periods {
       for (net_device& d : devices)
         if (d.is_up()) r.stop_device(d);
     }
-    void unlist(net_device& d) noexcept { d.ns->unpublish(d); }
+    void unlist(net_device& d) noexcept {
+      rcubatch::read_guard<Flavor> section;  // one inline read lock for the list and both hashes
+      d.ns->unpublish(d);
+    }
     void notify(net_device& d, batch_type& b) noexcept {
       batch_context ctx(b);
       r.notifiers_.notify({netdev_event_kind::unregister, &d, &ctx});
@@ -405,14 +411,19 @@ class registry final : private grace_periods {
       unregister_legacy(*dep, pending);
     }
 
-    if (d.is_up()) close_device(d);  // +1 (dev_deactivate), +1 more for a macvlan's hash_del
+    // dev_close: dev_deactivate's grace period (+1 if UP). ndo_stop runs in the batch's close_many
+    // below, where a macvlan's hash_del pays its own grace period (+1): 2.6.32 had no dismantle
+    // flag, so the batch runs with mark_dismantle = false.
+    if (d.is_up()) domain_.synchronize();
     if (d.kind == link_kind::vlan) {
       domain_.synchronize();  // unregister_vlan_dev's per-VID synchronize_net
       ++counters_.legacy_extra_gps;
     }
+    rcubatch::rollback_options legacy = options_;
+    legacy.mark_dismantle = false;
     rcubatch::unreg_queue<net_device> one;
     one.push(d);
-    const rcubatch::batch_stats s = rcubatch::rollback_many(one, device_policy{*this}, domain_, options_);
+    const rcubatch::batch_stats s = rcubatch::rollback_many(one, device_policy{*this}, domain_, legacy);
     account(s);
     for (unsigned paid = s.grace_periods + s.gps_elided; paid < 2; ++paid) {
       domain_.synchronize();  // 2.6.32 always ran both synchronize_net calls

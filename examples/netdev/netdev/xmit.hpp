@@ -41,7 +41,7 @@ struct xmit_result {
 /// Sums a tunnel's per-thread stats slots. Requires: a read-side section or a reference.
 inline std::uint64_t tunnel_packets(const tunnel_link& t) noexcept {
   std::uint64_t n = 0;
-  for (const tx_stats_slot& s : t.stats) n += s.packets.load(std::memory_order_relaxed);
+  for (const tx_stats_slot& s : t.tx->stats) n += s.packets.load(std::memory_order_relaxed);
   return n;
 }
 
@@ -91,14 +91,15 @@ xmit_result run_xmit(netns& ns, const std::string& name, std::uint64_t packets, 
         rcubatch::quiescent_state<Flavor>();
         if (dev == nullptr) break;
         auto& tun = std::get<tunnel_link>(dev->link);
-        tx_stats_slot& slot = tun.stats[t % kTxStatSlots];
+        tunnel_tx& txs = *tun.tx;
+        tx_stats_slot& slot = txs.stats[t % kTxStatSlots];
         const std::uint64_t burst = std::min(detail::kBurst, share - done);
         for (std::uint64_t i = 0; i < burst; ++i) {
           if (tun.lltx) {
             checksum += detail::encapsulate(tun.params, 0, done + i);
           } else {
-            std::lock_guard tx(tun.tx_lock);  // HARD_TX_LOCK
-            const std::uint32_t seq = tun.params.oseq ? ++tun.o_seqno : 0;
+            std::lock_guard tx(txs.tx_lock);  // HARD_TX_LOCK
+            const std::uint32_t seq = tun.params.oseq ? ++txs.o_seqno : 0;
             checksum += detail::encapsulate(tun.params, seq, done + i);
           }
           slot.packets.fetch_add(1, std::memory_order_relaxed);
