@@ -521,7 +521,7 @@ void register_all(const run_config& cfg) {
   })->Iterations(cfg.full ? 200 : 60)->UseManualTime()->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("BM_Goal_Interleaved/memb/readers:1/N:10000", [](benchmark::State& st) {
     bm_goal_interleaved<rcubatch::flavor::memb>(st, 10'000, 1);
-  })->Iterations(cfg.full ? 12 : 5)->UseManualTime()->Unit(benchmark::kMillisecond);
+  })->Iterations(cfg.full ? 16 : 8)->UseManualTime()->Unit(benchmark::kMillisecond);
   add_ping_pong("after_goal_set");
 
   // 2. Scaling: every flavor, every N; the peers (their own read sides).
