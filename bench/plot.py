@@ -320,14 +320,15 @@ def main():
     ap.add_argument("--out-dir", default="bench")
     ap.add_argument("--summary")
     ap.add_argument("--mean", action="store_true", help="plot means instead of medians")
+    ap.add_argument("--suffix", default="", help="appended to the PNG names (run.sh: _full for --full)")
     args = ap.parse_args()
     ctx, runs = load(args.json)
     table = teardown_table(runs, args.mean)
     if not table:
         sys.exit(f"{args.json}: no BM_Teardown_* results")
     stat = "mean" if args.mean else "median"
-    plot_ns_per_object(table, f"{args.out_dir}/teardown_ns_per_object.png", 1, stat)
-    plot_ratios(table, f"{args.out_dir}/teardown_ratios.png", "memb", 1, stat)
+    plot_ns_per_object(table, f"{args.out_dir}/teardown_ns_per_object{args.suffix}.png", 1, stat)
+    plot_ratios(table, f"{args.out_dir}/teardown_ratios{args.suffix}.png", "memb", 1, stat)
     if args.summary:
         summary(ctx, runs, table, args.summary, args.json)
         print(open(args.summary).read())

@@ -4,7 +4,7 @@
 #
 #   bench/run.sh --quick            # < 5 minutes: every method and flavor at one reader, readers 0-2
 #                                   # at N = 1e4 only, legacy cases capped (see bench/RESULTS.md)
-#   bench/run.sh --full             # 0/1/2 readers everywhere, longer runs (about half an hour)
+#   bench/run.sh --full             # 0/1/2 readers everywhere, longer runs and larger legacy caps
 #   bench/run.sh --quick --build-dir build/bench-dev -- --benchmark_filter=memb
 #
 # Options:
@@ -17,7 +17,7 @@
 #   bench/results/<mode>-STAMP.json   Google Benchmark JSON (git-ignored)
 #   bench/results/<mode>-STAMP.txt    console output
 #   bench/results/<mode>-STAMP.md     goal table and per-flavor tables (bench/plot.py)
-#   bench/teardown_ns_per_object.png, bench/teardown_ratios.png
+#   bench/teardown_ns_per_object.png, bench/teardown_ratios.png (--full: *_full.png)
 #
 # Needs: cmake, ninja, g++, libbenchmark-dev, liburcu-dev, libboost-dev; optional peers libcds-dev
 # and libdpdk-dev; python3-matplotlib for the plots (scripts/install-deps.sh --bench-peers).
@@ -70,6 +70,8 @@ echo "run finished: $(date) — $((SECONDS - start)) s" | tee -a "$base.txt"
 
 if [[ $do_plot -eq 1 ]]; then
   # Debian's matplotlib: another python3 may come first on PATH.
-  /usr/bin/python3 bench/plot.py "$base.json" --out-dir bench --summary "$base.md" >/dev/null
-  echo "plots: bench/teardown_ns_per_object.png bench/teardown_ratios.png; summary: $base.md"
+  suffix=""
+  [[ $mode == full ]] && suffix=_full  # the quick plots are the ones RESULTS.md describes
+  /usr/bin/python3 bench/plot.py "$base.json" --out-dir bench --summary "$base.md" --suffix "$suffix" >/dev/null
+  echo "plots: bench/teardown_ns_per_object$suffix.png bench/teardown_ratios$suffix.png; summary: $base.md"
 fi
