@@ -2,13 +2,12 @@
 //
 // liburcu 0.13.2 never tears down its call_rcu worker, and callbacks still queued at exit are
 // leaked memory (shared/DESIGN.md). The documented way out is grace_domain::barrier() before exit.
-// This program runs one real batch, queues --callbacks deferred frees through Flavor::call while a
+// This program runs one real batch, queues N deferred frees through the call_rcu worker while a
 // reader thread is still registered and reading, calls domain.barrier(), and returns from main.
 // ctest runs it directly under ASan builds (LeakSanitizer checks the exit) and under valgrind
 // --leak-check=full in other builds: exit code 0 means every callback ran and nothing leaked.
-// Under TSan, rcubatch's Flavor::call adds no happens-before edge from the caller to the callback
-// (unlike read_guard/grace_domain), so TSan reports the callback's delete as a race; --annotate adds
-// the release/acquire pair by hand. ctest passes it in TSan builds; see RELIABILITY.md.
+// The frees go through rcubatch::call_after_grace_period, which carries the TSan edge from the
+// caller to the callback (the raw Flavor::call has none: RELIABILITY.md, bug 2, fixed in 89202d3).
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -18,7 +17,6 @@
 #include <vector>
 
 #include "rcubatch.hpp"
-#include "rcubatch/detail/tsan.hpp"
 
 namespace {
 
@@ -32,10 +30,7 @@ struct deferred {
 };
 
 std::atomic<long> g_ran{0};
-bool g_annotate = false;  // --annotate: add the TSan edges Flavor::call lacks (RELIABILITY.md, bug 2)
-
-void free_deferred(rcu_head* h) {
-  if (g_annotate) rcubatch::detail::tsan_acquire(h);
+void free_deferred(rcu_head* h) noexcept {
   // rcu_head is the first member: the usual container_of.
   delete reinterpret_cast<deferred*>(h);
   g_ran.fetch_add(1);
@@ -75,11 +70,8 @@ int run(long callbacks) {
   // Work pending: deferred frees queued to liburcu's call_rcu worker.
   {
     rcubatch::thread_registration<Flavor> reg;  // call_rcu wants a registered caller
-    for (long i = 0; i < callbacks; ++i) {
-      auto* d = new deferred;
-      if (g_annotate) rcubatch::detail::tsan_release(&d->head);
-      Flavor::call(&d->head, &free_deferred);
-    }
+    for (long i = 0; i < callbacks; ++i)
+      rcubatch::call_after_grace_period<Flavor, &free_deferred>(&(new deferred)->head);
   }
   domain.barrier();  // the clean exit: every queued callback has run when this returns
 
@@ -96,11 +88,10 @@ int run(long callbacks) {
 int main(int argc, char** argv) {
   std::string_view flavor = argc > 1 ? argv[1] : "memb";
   const long callbacks = argc > 2 ? std::atol(argv[2]) : 10000;
-  g_annotate = argc > 3 && std::string_view(argv[3]) == "--annotate";
   if (flavor == "memb") return run<rcubatch::flavor::memb>(callbacks);
   if (flavor == "qsbr") return run<rcubatch::flavor::qsbr>(callbacks);
   if (flavor == "mb") return run<rcubatch::flavor::mb>(callbacks);
   if (flavor == "bp") return run<rcubatch::flavor::bp>(callbacks);
-  std::fprintf(stderr, "usage: %s memb|qsbr|mb|bp [callbacks [--annotate]]\n", argv[0]);
+  std::fprintf(stderr, "usage: %s memb|qsbr|mb|bp [callbacks]\n", argv[0]);
   return 2;
 }

@@ -310,7 +310,7 @@ TEST(fault, leaked_ref_gives_the_stall_report_and_no_early_destroy_until_release
 }
 
 // --- a registered QSBR writer in the ref drain --------------------------------------------------
-// LIBRARY BUG (RELIABILITY.md, bug 3): under qsbr, rollback_many called from a registered, online
+// Was LIBRARY BUG 3 (RELIABILITY.md), fixed in 89202d3; kept as the regression test. Under qsbr, rollback_many called from a registered, online
 // thread waits in the ref drain while still online. Every grace period of every other thread then
 // waits for the drain — and a holder that needs a grace period before it can put() its reference
 // deadlocks with it. grace_domain's own waits are fine (liburcu's synchronize goes offline around

@@ -300,18 +300,18 @@ TEST_F(misuse_fixture, hold_after_drain_is_reported_under_throw_error_and_report
     EXPECT_EQ(count(misuse_kind::hold_after_drain), before + 1);
     EXPECT_EQ(g_cap.calls, 1);
     EXPECT_EQ(g_cap.last_kind, misuse_kind::hold_after_drain);
-    // Do not put(): see the DISABLED_ test below for why that would touch a dead ref_drain.
+    EXPECT_EQ(r.g.refs().count(), 0u) << "refused (the regression test below)";
   }
 }
 
-// LIBRARY BUG (reported in RELIABILITY.md, include/ is not ours to fix): under report (and under
+// Was LIBRARY BUG 1 (RELIABILITY.md), fixed in 89202d3; kept as the regression test. Under report (and under
 // throw_error, which ref_count downgrades to report), hold() after the drain is diagnosed but not
 // refused: the count goes from "draining, 0" to "draining, 1". The matching put() then sees
 // old == kDraining|1 and calls listener_->released(owner_) — a second release, through a pointer
 // to the ref_drain of a batch that has already returned (use-after-return, then a second destroy).
 // Fix: in ref_count::hold(), after diagnose_noexcept returns, undo the increment
 // (word_.fetch_sub(1, relaxed)), as put() already does for underflow; and make put() treat
-// old == kDraining as underflow (it does). Enable this test when fixed.
+// old == kDraining as underflow (it does).
 TEST_F(misuse_fixture, hold_after_drain_is_refused_under_report_so_a_later_put_cannot_release_twice) {
   released_gadget r;
   rcubatch::scoped_misuse_policy p(misuse_policy::report, &capture);
