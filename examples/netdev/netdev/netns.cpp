@@ -11,11 +11,13 @@ struct index_is {
   int ifindex;
   bool operator()(cds_lfht_node* n) const noexcept { return device_hash_node::owner(n)->ifindex == ifindex; }
 };
-unsigned long hash_index(int ifindex) noexcept { return mix_hash(static_cast<unsigned long>(ifindex)); }
+// The ifindex itself, as the kernel's dev_index_hash (ifindex & mask): ifindexes are handed out
+// sequentially and never reused, so consecutive devices land in consecutive buckets — no two
+// live devices share a bucket until the index space wraps the table, and a batch unlisting
+// devices in creation order walks the bucket array sequentially instead of at random.
+unsigned long hash_index(int ifindex) noexcept { return static_cast<unsigned long>(ifindex); }
 
-// Buckets allocated up front and never shrunk below. rculfhash resizes in its call_rcu worker,
-// concurrently with the writer: a table that must grow from 16 buckets while 10,000 devices are
-// added, then shrink while they are removed, has long chains exactly when the batch walks them.
+// Each index starts with 4,096 buckets (64 KiB) and doubles when full (rcu_table::grow_if_needed).
 constexpr unsigned long kMinBuckets = 4096;
 }  // namespace
 
@@ -32,6 +34,11 @@ void netns::publish(net_device& dev) {
   by_index_.add_in_section(hash_index(dev.ifindex), &dev.index_node.node);
   cds_list_add_tail_rcu(&dev.list_node.link, &devices_);
   ++count_;
+}
+
+void netns::grow_indexes() {
+  by_name_.grow_if_needed();
+  by_index_.grow_if_needed();
 }
 
 void netns::unpublish(net_device& dev) noexcept {

@@ -34,6 +34,8 @@ class netns {
   /// read-side section (rculfhash updates need one; the registry takes one inline read_guard for
   /// the whole publish instead of one out-of-line read lock per table).
   void publish(net_device& dev);
+  /// Writer, outside read-side sections, after publish: grows the indexes if they filled up.
+  void grow_indexes();
   /// Writer: unpublishes `dev` from the list and both hashes (the batch's unlist phase).
   /// Requires: a read-side section, as for publish.
   void unpublish(net_device& dev) noexcept;

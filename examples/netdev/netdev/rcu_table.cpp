@@ -7,18 +7,22 @@ namespace netdev {
 
 rcu_table::rcu_table(const rcu_flavor_struct* flavor, unsigned long initial_buckets)
     : flavor_(flavor),
-      // CDS_LFHT_AUTO_RESIZE without CDS_LFHT_ACCOUNTING, and never below `initial_buckets`:
-      //  - growth: without accounting, an add that walks a bucket chain of >= 3 nodes schedules a
-      //    grow (x4) in the call_rcu worker, so chains stay O(1) at 100,000 devices all the same;
-      //  - ACCOUNTING costs every add and every del a sched_getcpu() and an atomic on a per-CPU
-      //    split counter (~100 instructions, measured with callgrind on `module unload dummy`),
-      //    and its only other use is *shrinking*: a batch deleting 10,000 devices triggers shrink
-      //    resizes (each with its own synchronize_rcu in the call_rcu worker) in the middle of
-      //    the mass deletion, and the next mass creation grows the table back. Without it a table
-      //    keeps its peak bucket count (8 bytes per bucket), like a slab cache keeps its pages;
-      //  - min_nr_alloc_buckets = initial_buckets: the first resizes (from a tiny table) are the
-      //    ones that happen while the table is being filled, so the callers size the start.
-      table_(cds_lfht_new_flavor(initial_buckets, initial_buckets, 0, CDS_LFHT_AUTO_RESIZE, flavor, nullptr)) {
+      // No CDS_LFHT_AUTO_RESIZE, no CDS_LFHT_ACCOUNTING: the writer grows the table itself
+      // (grow_if_needed) and it never shrinks. Measured with callgrind and perf on this VM:
+      //  - ACCOUNTING costs every add and del a sched_getcpu() and an atomic on a per-CPU split
+      //    counter, and its resizes go by powers of two of the node count: it grows only at
+      //    8 nodes per bucket (10,000 devices sat in 4,096 buckets, 100,000 in 32,768: chains
+      //    of 3-8 other devices to walk, each a cache miss, on every lookup, add and del);
+      //  - and it *shrinks* in the middle of a mass deletion (even grows first: at 8,192 nodes
+      //    left it resized a 4,096-bucket table up to 8,192), in rculfhash's worker thread, each
+      //    shrink step with its own synchronize_rcu competing with the batch's grace period and
+      //    its CPU; min_nr_alloc_buckets does not stop a shrink in 0.13, it only keeps the
+      //    first bucket arrays allocated;
+      //  - AUTO_RESIZE without ACCOUNTING grows from chain lengths alone and overshoots: 100,000
+      //    adds took 5.1 s and the table's destroy 4.9 s (it walks every bucket).
+      // A table keeps its peak bucket count (16 bytes per bucket), as a slab cache keeps pages.
+      buckets_(initial_buckets),
+      table_(cds_lfht_new_flavor(initial_buckets, initial_buckets, 0, 0, flavor, nullptr)) {
   if (table_ == nullptr) throw std::bad_alloc();
 }
 

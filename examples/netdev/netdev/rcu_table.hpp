@@ -26,7 +26,7 @@
 
 namespace netdev {
 
-/// A 64-bit mix so that sequential keys (ifindex 1, 2, 3...) spread over the buckets.
+/// A 64-bit mix for keys with structure (MACs, addresses, string hashes).
 inline unsigned long mix_hash(unsigned long x) noexcept {
   x ^= x >> 33;
   x *= 0xff51afd7ed558ccdUL;
@@ -46,22 +46,30 @@ class rcu_table {
   /// the table under that key (== node on success).
   template <class Match>
   cds_lfht_node* add_unique(unsigned long hash, const Match& match, cds_lfht_node* node) {
-    section s(flavor_);
-    cds_lfht_node* in = cds_lfht_add_unique(table_, hash, &trampoline<Match>, &match, node);
-    if (in == node) ++size_;
+    cds_lfht_node* in = nullptr;
+    {
+      section s(flavor_);
+      in = cds_lfht_add_unique(table_, hash, &trampoline<Match>, &match, node);
+      if (in == node) ++size_;
+    }
+    grow_if_needed();
     return in;
   }
   /// Writer side. Inserts `node`, duplicates allowed.
   void add(unsigned long hash, cds_lfht_node* node) {
-    section s(flavor_);
-    add_in_section(hash, node);
+    {
+      section s(flavor_);
+      add_in_section(hash, node);
+    }
+    grow_if_needed();
   }
   /// Writer side. Unlinks `node`; readers may still see it until a grace period has passed.
   bool remove(cds_lfht_node* node) {
     section s(flavor_);
     return remove_in_section(node);
   }
-  /// The same, for a caller already inside a read-side section (under the writer lock).
+  /// The same, for a caller already inside a read-side section (under the writer lock). After an
+  /// add_in_section the caller calls grow_if_needed() once it has left the section.
   void add_in_section(unsigned long hash, cds_lfht_node* node) {
     cds_lfht_add(table_, hash, node);
     ++size_;
@@ -71,6 +79,16 @@ class rcu_table {
     --size_;
     return true;
   }
+
+  /// Writer side, outside any read-side section: doubles the bucket count (synchronously, in this
+  /// thread: growing needs no grace period in rculfhash) once the table holds more nodes than
+  /// buckets. Never shrinks. Amortized O(1) per add.
+  void grow_if_needed() {
+    if (size_ <= buckets_) return;
+    while (buckets_ < size_) buckets_ *= 2;
+    cds_lfht_resize(table_, buckets_);
+  }
+  unsigned long buckets() const noexcept { return buckets_; }
 
   /// Reader side (caller holds the read lock), or writer side under the writer lock.
   template <class Match>
@@ -101,8 +119,9 @@ class rcu_table {
   }
 
   const rcu_flavor_struct* flavor_;
+  unsigned long buckets_;        // the size last asked of rculfhash; writer lock
   cds_lfht* table_;
-  std::size_t size_ = 0;
+  std::size_t size_ = 0;         // writer lock
 };
 
 }  // namespace netdev

@@ -127,6 +127,7 @@ class registry final : private grace_periods {
       rcubatch::read_guard<Flavor> section;  // rculfhash updates run inside a read-side section
       ns.publish(dev);
     }
+    ns.grow_indexes();
     dev.mark_registered();
     switch (req.kind) {
       case link_kind::dummy: break;

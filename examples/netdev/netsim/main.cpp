@@ -3,7 +3,8 @@
 //
 //   netsim [--mode batched|legacy] [--readers N] [--flavor memb|qsbr|mb|bp] [-force]
 //          [--stats json] [-D NAME=VALUE]... (-batch FILE|- | COMMAND...)
-//   netsim seed-table [--short] [--flavor F] [--readers N] [--scripts DIR]
+//   netsim seed-table [--short] [--repeat K] [--flavor F] [--readers N] [--scripts DIR]
+#include <algorithm>
 #include <cstdio>
 #include <malloc.h>
 #include <fstream>
@@ -21,7 +22,7 @@ namespace {
 constexpr const char* kUsage =
     "usage: netsim [--mode batched|legacy] [--readers N] [--flavor memb|qsbr|mb|bp] [-force]\n"
     "              [--stats json] [-D NAME=VALUE]... (-batch FILE|- | COMMAND...)\n"
-    "       netsim seed-table [--short] [--flavor F] [--readers N] [--scripts DIR]\n";
+    "       netsim seed-table [--short] [--repeat K] [--flavor F] [--readers N] [--scripts DIR]\n";
 
 struct cli {
   netsim::session_options session;
@@ -81,6 +82,7 @@ int seed_table_main(int argc, char** argv, int first) {
     else if (a == "--flavor" && i + 1 < argc) opt.flavor = argv[++i];
     else if (a == "--readers" && i + 1 < argc) opt.readers = static_cast<unsigned>(std::stoul(argv[++i]));
     else if (a == "--scripts" && i + 1 < argc) opt.scripts_dir = argv[++i];
+    else if (a == "--repeat" && i + 1 < argc) opt.repeat = std::max(1u, static_cast<unsigned>(std::stoul(argv[++i])));
     else {
       std::fputs(kUsage, stderr);
       return 2;
