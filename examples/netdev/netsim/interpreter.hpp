@@ -331,7 +331,10 @@ class interpreter {
       r = netdev::run_xmit<Flavor>(ns, a[0], static_cast<std::uint64_t>(*packets), static_cast<unsigned>(*threads));
     }
     out_ << a[0] << ": sent " << r.sent << " packets (" << r.bytes << " bytes), dropped " << r.dropped << ", "
-         << (r.locked ? "tx-locked" : "lockless") << ", " << static_cast<double>(r.elapsed.count()) / 1e6 << " ms\n";
+         << (r.locked ? "tx-locked" : "lockless") << ", " << static_cast<double>(r.elapsed.count()) / 1e6 << " ms, "
+         << static_cast<double>(r.sender_cpu.count()) / 1e6 << " ms sender CPU ("
+         << (r.elapsed.count() > 0 ? static_cast<double>(r.sender_cpu.count()) / static_cast<double>(r.elapsed.count()) : 0.0)
+         << " senders on CPU on average)\n";
     return {};
   }
 
