@@ -16,6 +16,7 @@
 
 #include <charconv>
 #include <chrono>
+#include <ctime>
 #include <cstdint>
 #include <ostream>
 #include <span>
@@ -36,7 +37,17 @@ struct timing {
   std::chrono::nanoseconds elapsed{};
   std::uint64_t grace_periods = 0;
   std::uint64_t dismantle_elided = 0;
+  /// CPU time of the thread that ran CMD (CLOCK_THREAD_CPUTIME_ID, page faults included). Unlike
+  /// `elapsed` it leaves out the time this thread was preempted by the rest of the machine, and
+  /// the time it slept waiting for grace periods or references.
+  std::chrono::nanoseconds writer_cpu{};
 };
+
+inline std::chrono::nanoseconds thread_cpu_now() noexcept {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+}
 
 inline std::optional<long long> parse_number(std::string_view s) {
   long long v = 0;
@@ -110,15 +121,19 @@ class interpreter {
     const auto before = reg_.domain().stats();
     const auto elided_before = reg_.counters().dismantle_elided;
     const auto batches_before = reg_.counters().batches;
+    const auto cpu_start = thread_cpu_now();
     const auto start = std::chrono::steady_clock::now();
     status s = execute(w, ns);
+    const auto elapsed = std::chrono::steady_clock::now() - start;
+    const auto cpu = thread_cpu_now() - cpu_start;
     std::vector<std::string> label(w.begin(), w.end());
     for (std::string& word : label) vars_.substitute(word);  // best effort: the label only
-    timing t{join(label), std::chrono::steady_clock::now() - start, reg_.domain().stats().grace_periods - before.grace_periods,
-             reg_.counters().dismantle_elided - elided_before};
+    timing t{join(label), elapsed, reg_.domain().stats().grace_periods - before.grace_periods,
+             reg_.counters().dismantle_elided - elided_before, cpu};
     if (print_times_)
-      err_ << "time: " << t.command << ": " << static_cast<double>(t.elapsed.count()) / 1e6 << " ms, "
-           << t.grace_periods << " GPs, " << t.dismantle_elided << " dismantle-elided";
+      err_ << "time: " << t.command << ": " << static_cast<double>(t.elapsed.count()) / 1e6 << " ms ("
+           << static_cast<double>(t.writer_cpu.count()) / 1e6 << " ms writer CPU), " << t.grace_periods << " GPs, "
+           << t.dismantle_elided << " dismantle-elided";
     if (print_times_ && reg_.counters().batches == batches_before + 1) print_phases(reg_.last_batch());
     if (print_times_) err_ << '\n';
     timings_.push_back(std::move(t));

@@ -53,6 +53,7 @@ constexpr experiment kExperiments[] = {
 
 struct measured {
   double seconds = 0;
+  double cpu_seconds = 0;  // the writer thread's CPU time (timing::writer_cpu)
   std::uint64_t gps = 0;
   std::uint64_t elided = 0;
   bool ok = true;
@@ -76,6 +77,7 @@ measured measure(const std::vector<script_line>& lines, const variables& vars, n
   m.ok = r.ok;
   for (const timing& t : r.timings) {
     m.seconds += static_cast<double>(t.elapsed.count()) / 1e9;
+    m.cpu_seconds += static_cast<double>(t.writer_cpu.count()) / 1e9;
     m.gps += t.grace_periods;
     m.elided += t.dismantle_elided;
   }
@@ -178,6 +180,11 @@ int run_all(const seed_table_options& opt) {
   const double vlan_ratio = vlan.legacy.seconds / vlan.batched.seconds;
   const double del_one = one_big.batched.seconds / one_small.batched.seconds;
   const double create = (create_big.batched.seconds / n_of(create_big)) / (create_small.batched.seconds / n_of(create_small));
+  // Creation never waits (no GP, no ref): its CPU time is its work. A long run is preempted by the
+  // rest of a loaded machine where a 0.4 ms run fits in one time slice, so the wall-time ratio
+  // also measures the load; both are shown, and the goal is judged on wall time as asked.
+  const double create_cpu =
+      (create_big.batched.cpu_seconds / n_of(create_big)) / (create_small.batched.cpu_seconds / n_of(create_small));
   std::printf("\n| goal (%s, %u reader%s) | measured | met |\n|---|---|---|\n", opt.flavor.c_str(), opt.readers,
               opt.readers == 1 ? "" : "s");
   std::printf("| unload DOWN dummies ≥ 500× faster batched | %.0f× | %s |\n", unload_ratio, unload_ratio >= 500 ? "yes" : "no");
@@ -187,7 +194,9 @@ int run_all(const seed_table_options& opt) {
               static_cast<unsigned long long>(macvlan.batched.elided), n_of(macvlan),
               static_cast<double>(macvlan.batched.elided) == n_of(macvlan) ? "yes" : "no");
   std::printf("| delete 1 of many addressed dummies ≤ 1.5× 1 of few | %.2f× | %s |\n", del_one, del_one <= 1.5 ? "yes" : "no");
-  std::printf("| create many dummies ≤ 1.5× per device of few | %.2f× | %s |\n", create, create <= 1.5 ? "yes" : "no");
+  std::printf("| create many dummies ≤ 1.5× per device of few | %.2f× wall (%.2f× writer CPU: %.0f vs %.0f ns/device) | %s |\n",
+              create, create_cpu, 1e9 * create_big.batched.cpu_seconds / n_of(create_big),
+              1e9 * create_small.batched.cpu_seconds / n_of(create_small), create <= 1.5 ? "yes" : "no");
   return 0;
 }
 
