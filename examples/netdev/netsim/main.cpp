@@ -6,7 +6,6 @@
 //   netsim seed-table [--short] [--repeat K] [--flavor F] [--readers N] [--scripts DIR]
 #include <algorithm>
 #include <cstdio>
-#include <malloc.h>
 #include <fstream>
 #include <iostream>
 #include <sstream>
@@ -94,15 +93,6 @@ int seed_table_main(int argc, char** argv, int first) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  // glibc gives the top of the heap back to the kernel (brk) whenever the free top chunk exceeds
-  // M_TRIM_THRESHOLD (128 KiB). A batch destroys its devices newest first (dependents before
-  // their lower device), i.e. from the top of the heap down, so with the default every free or
-  // two merged into the top chunk and shrank the heap: one brk syscall per device (callgrind:
-  // 1,946 systrim calls for a 2,000-vlan cascade), each a TLB shootdown IPI to the reader's CPU.
-  // Legacy frees oldest first and never hit it. Keep freed memory in the process, as the kernel's
-  // slab caches keep their pages: both modes run with the same allocator settings.
-  mallopt(M_TRIM_THRESHOLD, 512 << 20);
-  mallopt(M_TOP_PAD, 16 << 20);
   cli c;
   int i = 1;
   if (argc > 1 && std::string(argv[1]) == "seed-table") return seed_table_main(argc, argv, 2);
