@@ -5,6 +5,7 @@
 #include "rcubatch/misuse.hpp"
 #include "rcubatch/flavor.hpp"
 #include "rcubatch/read_guard.hpp"
+#include "rcubatch/annotate.hpp"
 #include "rcubatch/grace_domain.hpp"
 #include "rcubatch/ref_count.hpp"
 #include "rcubatch/registrable.hpp"
