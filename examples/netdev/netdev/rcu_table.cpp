@@ -13,11 +13,12 @@ rcu_table::rcu_table(const rcu_flavor_struct* flavor, unsigned long initial_buck
       //    counter, and its resizes go by powers of two of the node count: it grows only at
       //    8 nodes per bucket (10,000 devices sat in 4,096 buckets, 100,000 in 32,768: chains
       //    of 3-8 other devices to walk, each a cache miss, on every lookup, add and del);
-      //  - and it *shrinks* in the middle of a mass deletion (even grows first: at 8,192 nodes
-      //    left it resized a 4,096-bucket table up to 8,192), in rculfhash's worker thread, each
-      //    shrink step with its own synchronize_rcu competing with the batch's grace period and
-      //    its CPU; min_nr_alloc_buckets does not stop a shrink in 0.13, it only keeps the
-      //    first bucket arrays allocated;
+      //  - and it resizes in the middle of a mass deletion: by the 0.13 source (ht_count_del),
+      //    each power-of-two node count passed on the way down (8,192, 4,096, 2,048) sets the
+      //    resize target to that count — up first for a 4,096-bucket table, then down — and
+      //    rculfhash's worker thread runs it, each shrink step with a synchronize_rcu of its own
+      //    competing with the batch's grace period and CPU; min_nr_alloc_buckets does not stop a
+      //    shrink in 0.13, it only keeps the first bucket arrays allocated;
       //  - AUTO_RESIZE without ACCOUNTING grows from chain lengths alone and overshoots: 100,000
       //    adds took 5.1 s and the table's destroy 4.9 s (it walks every bucket).
       // A table keeps its peak bucket count (16 bytes per bucket), as a slab cache keeps pages.
