@@ -45,18 +45,22 @@ std::string check_newlink(const net_device& lower) {
   return {};
 }
 
-void attach(net_device& mv, net_device& lower, const rcu_flavor_struct* flavor) {
+void init(net_device& mv, net_device& lower) {
   auto& l = mv.link.emplace<macvlan_link>();
   l.self = &mv;
   l.lower = &lower;
-  macvlan_port* port = lower.macvlans.load(std::memory_order_relaxed);
+  lower.refs().hold();
+}
+
+void attach(net_device& mv, const rcu_flavor_struct* flavor) {
+  auto& l = std::get<macvlan_link>(mv.link);
+  macvlan_port* port = l.lower->macvlans.load(std::memory_order_relaxed);
   if (port == nullptr) {
     port = new macvlan_port(flavor);
-    lower.macvlans.store(port, std::memory_order_release);
+    l.lower->macvlans.store(port, std::memory_order_release);
   }
   l.port = port;
   port->attach(mv);
-  lower.refs().hold();
 }
 
 void open(net_device& mv) { std::get<macvlan_link>(mv.link).port->hash_add(mv); }

@@ -50,7 +50,10 @@ class macvlan_port : public rcubatch::retire_node {
 namespace macvlan {
 
 std::string check_newlink(const net_device& lower);
-void attach(net_device& mv, net_device& lower, const rcu_flavor_struct* flavor);
+/// ndo_init: the macvlan's link state (lower device; holds a reference on it). Before publication.
+void init(net_device& mv, net_device& lower);
+/// After publication: joins (or creates) the lower device's port.
+void attach(net_device& mv, const rcu_flavor_struct* flavor);
 void open(net_device& mv);
 /// ndo_stop: unhash, then a grace period unless dismantling.
 void stop(net_device& mv, grace_periods& gps) noexcept;

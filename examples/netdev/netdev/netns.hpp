@@ -8,6 +8,7 @@
 // everything else under the registry's writer lock.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <string>
 #include <string_view>
@@ -51,6 +52,14 @@ class netns {
       f(*device_list_node::owner(p));
   }
 
+  /// Users outside the writer lock (xmit senders) hold the namespace for as long as they use it;
+  /// registry::netns_del waits for them to leave before freeing it (the kernel's get_net/put_net).
+  /// Requires for hold(): the namespace is known alive (the caller got it from the registry and
+  /// no netns_del of it has completed).
+  void hold() noexcept { users_.fetch_add(1, std::memory_order_relaxed); }
+  void put() noexcept { users_.fetch_sub(1, std::memory_order_release); }
+  unsigned users() const noexcept { return users_.load(std::memory_order_acquire); }
+
   std::size_t device_count() const noexcept { return count_; }
   fib& routes() noexcept { return fib_; }
   const fib& routes() const noexcept { return fib_; }
@@ -62,6 +71,7 @@ class netns {
   rcu_table by_index_;
   cds_list_head devices_;
   std::size_t count_ = 0;  // writer lock
+  std::atomic<unsigned> users_{0};
   fib fib_;
   tunnel_table ipip_;
   tunnel_table gre_;

@@ -25,6 +25,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include <rcubatch.hpp>
@@ -123,25 +124,34 @@ class registry final : private grace_periods {
     net_device* lower = nullptr;
     if (status s = check_newlink(ns, req, lower); !s.ok()) return s;
     net_device& dev = *new net_device(req.name, req.kind, ns, next_ifindex_.fetch_add(1));
-    {
-      rcubatch::read_guard<Flavor> section;  // rculfhash updates run inside a read-side section
-      ns.publish(dev);
-    }
-    ns.grow_indexes();
-    dev.mark_registered();
+    // ndo_init first: the link state is complete before any reader can find the device by name
+    // or index (an xmit sender looks tunnels up by name and reads dev->link at once).
     switch (req.kind) {
       case link_kind::dummy: break;
-      case link_kind::vlan: vlan::attach(dev, *lower, static_cast<std::uint16_t>(req.vid)); break;
-      case link_kind::macvlan: macvlan::attach(dev, *lower, flavor_); break;
+      case link_kind::vlan: vlan::init(dev, *lower, static_cast<std::uint16_t>(req.vid)); break;
+      case link_kind::macvlan: macvlan::init(dev, *lower); break;
       case link_kind::ipip:
       case link_kind::gre: {
         auto& t = dev.link.emplace<tunnel_link>();
         t.params = req.tunnel;
         // Lockless xmit unless the tunnel stamps output sequences (seed 001); 2.6.32 had no LLTX.
         t.lltx = mode_ == unreg_mode::batched && !req.tunnel.oseq;
-        ns.tunnels(req.kind).add(dev);  // cannot fail: the key was checked free
         break;
       }
+    }
+    {
+      rcubatch::read_guard<Flavor> section;  // rculfhash updates run inside a read-side section
+      ns.publish(dev);
+    }
+    ns.grow_indexes();
+    dev.mark_registered();
+    // Then the secondary structures that lead readers to it (list_netdevice, then the link type's).
+    switch (req.kind) {
+      case link_kind::dummy: break;
+      case link_kind::vlan: vlan::attach(dev); break;
+      case link_kind::macvlan: macvlan::attach(dev, flavor_); break;
+      case link_kind::ipip:
+      case link_kind::gre: ns.tunnels(req.kind).add(dev); break;  // cannot fail: the key was checked free
     }
     notifiers_.notify({netdev_event_kind::registered, &dev, nullptr});
     if (created) *created = &dev;
@@ -198,8 +208,16 @@ class registry final : private grace_periods {
     rcubatch::unreg_queue<net_device> q;
     for (netns* ns : doomed) ns->for_each_device([&](net_device& d) { dellink(d, q); });
     unregister(q);
-    // Readers never reach a namespace other than init_net, and its devices are gone: free it now.
-    for (netns* ns : doomed) namespaces_.erase(ns->name());
+    // Reader threads never reach a namespace other than init_net, and its devices are gone. An
+    // xmit sender may still hold it (netns::hold): with its tunnel gone it stops after its current
+    // burst, and the namespace is freed once it has let go.
+    for (netns* ns : doomed) {
+      if (ns->users() != 0) {
+        rcubatch::offline_scope<Flavor> offline;  // qsbr: do not hold up grace periods meanwhile
+        while (ns->users() != 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+      namespaces_.erase(ns->name());
+    }
     return {};
   }
 

@@ -11,12 +11,16 @@ std::string check_newlink(const net_device& lower, long vid) {
   return {};
 }
 
-void attach(net_device& vlan, net_device& lower, std::uint16_t vid) {
+void init(net_device& vlan, net_device& lower, std::uint16_t vid) {
   auto& l = vlan.link.emplace<vlan_link>();
   l.self = &vlan;
   l.lower = &lower;
   l.vid = vid;
   lower.refs().hold();
+}
+
+void attach(net_device& vlan) {
+  net_device& lower = *std::get<vlan_link>(vlan.link).lower;
   vlan_group* g = lower.vlans.load(std::memory_order_relaxed);
   if (g == nullptr) {
     g = new vlan_group;

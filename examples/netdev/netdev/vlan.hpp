@@ -53,8 +53,11 @@ namespace vlan {
 
 /// Empty when `vid` can be added on `lower`; else the error message.
 std::string check_newlink(const net_device& lower, long vid);
-/// Links a registered vlan device to its lower device (holds a reference on it).
-void attach(net_device& vlan, net_device& lower, std::uint16_t vid);
+/// ndo_init: the vlan's link state (lower device, VID; holds a reference on the lower device).
+/// Before the device is published, so a reader that finds it sees a complete `link`.
+void init(net_device& vlan, net_device& lower, std::uint16_t vid);
+/// After publication: makes the vlan reachable from its lower device (the VID slot).
+void attach(net_device& vlan);
 /// Uninit hook: clears the slot; the last vlan retires the group. Returns true (unlinked).
 bool uninit(net_device& vlan, unreg_context& batch) noexcept;
 /// Destroy hook: drops the reference on the lower device.

@@ -70,9 +70,17 @@ inline std::uint32_t encapsulate(const tunnel_params& p, std::uint32_t seq, std:
 }  // namespace detail
 
 /// Sends `packets` packets through tunnel `name` of `ns`, split over `threads` threads.
-/// Requires: the caller does not hold the registry's writer lock (senders never take it).
+/// Requires: the caller does not hold the registry's writer lock (senders never take it), and `ns`
+/// is alive when called (it is held for the call: netns_del waits for it, see netns::hold).
 template <class Flavor>
 xmit_result run_xmit(netns& ns, const std::string& name, std::uint64_t packets, unsigned threads) {
+  // Hold the namespace across the senders' read sections (each burst looks the tunnel up again):
+  // a concurrent netns_del frees it only after this returns.
+  struct ns_hold {
+    netns& n;
+    explicit ns_hold(netns& x) noexcept : n(x) { n.hold(); }
+    ~ns_hold() { n.put(); }
+  } hold(ns);
   std::atomic<std::uint64_t> sent{0}, dropped{0}, sink{0}, cpu_ns{0};
   // One stats slot per sender, written by that sender only (the kernel's per-CPU tstats, updated
   // with plain adds): a relaxed load + store, no locked RMW. Threads share a slot only beyond

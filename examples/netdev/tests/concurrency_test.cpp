@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <string>
@@ -60,6 +61,33 @@ TEST(concurrency, devices_go_while_readers_and_senders_use_them) {
   }
   readers.stop();
   EXPECT_GT(readers.lookups(), 0u);
+}
+
+// A namespace deleted while a sender transmits through one of its tunnels: netns_del frees it only
+// after the sender has let go (run_xmit holds it). Before the fix, ASan: heap-use-after-free in
+// the sender's next lookup_name, on the freed namespace's name table.
+TEST(concurrency, namespace_deleted_under_a_sender) {
+  rcubatch::thread_registration<flavor> registration;
+  netdev::registry<flavor> reg;
+  for (int round = 0; round < 30; ++round) {
+    ASSERT_TRUE(reg.netns_add("x").ok());
+    netdev::netns& x = *reg.find_netns("x");
+    ASSERT_TRUE(reg.link_add(x, gre("g", 9)).ok());
+    std::atomic<bool> started{false};
+    std::atomic<std::uint64_t> sent{0};
+    std::thread sender([&] {
+      x.hold();  // the caller's part of the contract: x is known alive when the sender starts
+      started = true;
+      sent = netdev::run_xmit<flavor>(x, "g", 1'000'000'000, 1).sent;
+      x.put();
+    });
+    while (!started) std::this_thread::yield();
+    std::this_thread::sleep_for(std::chrono::microseconds(10 * (round % 10)));
+    ASSERT_TRUE(reg.netns_del({"x"}).ok());
+    sender.join();
+    EXPECT_LT(sent.load(), 1'000'000'000u);
+    EXPECT_EQ(reg.find_netns("x"), nullptr);
+  }
 }
 
 std::mutex g_mutex;
