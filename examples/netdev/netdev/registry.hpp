@@ -214,6 +214,10 @@ class registry final : private grace_periods {
     for (netns* ns : doomed) {
       if (ns->users() != 0) {
         rcubatch::offline_scope<Flavor> offline;  // qsbr: do not hold up grace periods meanwhile
+        // A poll, not a wake-up from put(): a put() that notified would touch the namespace after
+        // its decrement, when this loop may already have freed it (rcubatch::ref_count avoids that
+        // with the drain's mutex; here the wait is rare — a sender mid-burst in a dying namespace —
+        // and ends within one 64-packet burst).
         while (ns->users() != 0) std::this_thread::sleep_for(std::chrono::microseconds(50));
       }
       namespaces_.erase(ns->name());
