@@ -11,7 +11,9 @@
 
 namespace rcubatch {
 
-/// The phases of rollback_many, in order (see rollback_many.hpp for what each does).
+/// The phases of rollback_many, in order (see rollback_many.hpp for what each does). For timing,
+/// ref_drain includes each object's destroy hook (objects are destroyed as their references
+/// drop, inside the drain); destroy is the disposal of the retired sub-objects that follows.
 enum class phase : unsigned char {
   validate, close, unlist, grace_period_1, notify, batch_notify, uninit, grace_period_2, ref_drain, destroy
 };
