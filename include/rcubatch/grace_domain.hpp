@@ -77,14 +77,7 @@ class grace_domain {
   /// Requires: the caller is registered (qsbr: online or not) and not inside a read-side section.
   void synchronize() {
     check_blocking_allowed("synchronize");
-    const gp_cookie wanted = snapshot();
-    std::lock_guard lock(gp_mutex_);
-    if (elapsed(wanted)) {
-      coalesced_.fetch_add(1, std::memory_order_relaxed);
-    } else {
-      run_grace_period_locked();
-    }
-    detail::tsan_grace_period_ended<Flavor>();
+    wait_until_elapsed(snapshot());
   }
 
   /// cond_synchronize: returns at once if the cookie's GP has ended, else runs one. Returns true
@@ -96,13 +89,7 @@ class grace_domain {
       detail::tsan_grace_period_ended<Flavor>();
       return false;
     }
-    std::lock_guard lock(gp_mutex_);
-    if (elapsed(c)) {
-      coalesced_.fetch_add(1, std::memory_order_relaxed);
-    } else {
-      run_grace_period_locked();
-    }
-    detail::tsan_grace_period_ended<Flavor>();
+    wait_until_elapsed(c);
     return true;
   }
 
@@ -124,6 +111,18 @@ class grace_domain {
   }
 
  private:
+  /// Takes the GP mutex; a caller that waited for it while another ran a whole GP after its
+  /// cookie was taken is served by that GP (coalesced) instead of running its own.
+  void wait_until_elapsed(gp_cookie c) noexcept {
+    std::lock_guard lock(gp_mutex_);
+    if (elapsed(c)) {
+      coalesced_.fetch_add(1, std::memory_order_relaxed);
+    } else {
+      run_grace_period_locked();
+    }
+    detail::tsan_grace_period_ended<Flavor>();
+  }
+
   void run_grace_period_locked() noexcept {
     sequence_.fetch_add(1, std::memory_order_seq_cst);  // odd: in progress
     Flavor::synchronize();
