@@ -232,6 +232,16 @@ class registry final : private grace_periods {
   status module_load_dummy(long count) {
     if (count < 0 || count > 10'000'000) return status::fail("numdummies out of range");
     link_request req;
+    {
+      // Bad input changes nothing: refuse before creating any device if a name is taken (O(1) per
+      // name). The rollback below stays for a name taken by a concurrent command in between.
+      writer_section w(*this);
+      for (long i = 0; i < count; ++i) {
+        req.name = "dummy";
+        req.name += std::to_string(i);
+        if (init_net_->name_taken(req.name)) return status::fail(req.name + " already exists");
+      }
+    }
     std::vector<net_device*> created;
     created.reserve(static_cast<std::size_t>(count));
     for (long i = 0; i < count; ++i) {
