@@ -83,6 +83,7 @@ struct policy_hooks {
                   "T must be nothrow destructible, or the policy must provide destroy(T*) noexcept.");
   }
 
+  static constexpr bool has_validate_hook = has_validate<Policy, T>;
   void validate(T& t) { if constexpr (has_validate<Policy, T>) p.validate(t); }
   void close_many(object_range<T> r) noexcept { if constexpr (has_close_many<Policy, T>) p.close_many(r); }
   void unlist(T& t) noexcept { if constexpr (has_unlist<Policy, T>) p.unlist(t); }
