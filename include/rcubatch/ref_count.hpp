@@ -74,6 +74,14 @@ class ref_count {
   bool begin_drain(ref_release_listener* listener, void* owner) noexcept {
     listener_ = listener;
     owner_ = owner;
+    // Common case, no holder: after the batch's last grace period nobody can find the object, so
+    // no legitimate hold() can start from zero — a plain load and store suffice. Skipping the
+    // locked RMW here was 26% of the demo's batch (a lock op stalls on each cache miss). The
+    // store still sets kDraining, so a (misuse) hold() from here on is diagnosed.
+    if (word_.load(std::memory_order_acquire) == 0) {
+      word_.store(kDraining, std::memory_order_relaxed);
+      return true;
+    }
     const std::uint64_t old = word_.fetch_or(kDraining, std::memory_order_acq_rel);
     return (old & ~kDraining) == 0;
   }

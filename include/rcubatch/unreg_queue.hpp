@@ -31,17 +31,24 @@ template <class T>
 using unreg_list = boost::intrusive::list<T, boost::intrusive::base_hook<unreg_hook>,
                                           boost::intrusive::constant_time_size<true>>;
 
-/// Checks that `obj` may join a queue or batch. Returns false under misuse_policy::report.
+/// The diagnostic half of check_queueable, out of line so the check itself inlines into push.
 template <class T>
-bool check_queueable(const registrable<T>& obj, const char* where) {
+[[gnu::cold, gnu::noinline]] bool refuse_unqueueable(const registrable<T>& obj, const char* where) {
   const reg_state s = obj.state();
-  if (s == reg_state::registered && registrable_access::batch(obj) == nullptr) return true;
   const misuse_kind kind = s == reg_state::uninitialized ? misuse_kind::not_registered
                                                          : misuse_kind::already_unregistering;
   const char* why = s == reg_state::registered ? " and already in a running batch" : "";
   diagnose(kind, std::string(where) + ": object is " + std::string(to_string(s)) + why +
                      ", only registered objects can be unregistered");
   return false;
+}
+
+/// Checks that `obj` may join a queue or batch. Returns false under misuse_policy::report.
+template <class T>
+bool check_queueable(const registrable<T>& obj, const char* where) {
+  if (obj.state() == reg_state::registered && registrable_access::batch(obj) == nullptr) [[likely]]
+    return true;
+  return refuse_unqueueable(obj, where);
 }
 }  // namespace detail
 
