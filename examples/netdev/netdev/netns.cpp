@@ -32,6 +32,7 @@ void netns::publish(net_device& dev) {
   // Indexes first, list last: a reader walking the list only meets fully indexed devices.
   by_name_.add_in_section(hash_name(dev.name), &dev.name_node.node);
   by_index_.add_in_section(hash_index(dev.ifindex), &dev.index_node.node);
+  rcubatch::annotate_publish(&dev.list_node.link);  // TSan cannot see liburcu's publication
   cds_list_add_tail_rcu(&dev.list_node.link, &devices_);
   ++count_;
 }

@@ -48,8 +48,10 @@ class netns {
   net_device* lookup_index(int ifindex) const noexcept;
   template <class F>
   void for_each_device(F&& f) {
-    for (cds_list_head* p = rcu_dereference(devices_.next); p != &devices_; p = rcu_dereference(p->next))
+    for (cds_list_head* p = rcu_dereference(devices_.next); p != &devices_; p = rcu_dereference(p->next)) {
+      rcubatch::annotate_subscribe(p);
       f(*device_list_node::owner(p));
+    }
   }
 
   /// Users outside the writer lock (xmit senders) hold the namespace for as long as they use it;

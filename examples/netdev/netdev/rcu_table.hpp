@@ -21,6 +21,7 @@
 #include <functional>
 #include <string_view>
 
+#include <rcubatch/annotate.hpp>
 #include <rcubatch/flavor.hpp>  // the flavor headers must precede rculfhash.h
 #include <urcu/rculfhash.h>
 
@@ -49,6 +50,7 @@ class rcu_table {
     cds_lfht_node* in = nullptr;
     {
       section s(flavor_);
+      rcubatch::annotate_publish(node);  // liburcu's publication is invisible to TSan
       in = cds_lfht_add_unique(table_, hash, &trampoline<Match>, &match, node);
       if (in == node) ++size_;
     }
@@ -71,6 +73,7 @@ class rcu_table {
   /// The same, for a caller already inside a read-side section (under the writer lock). After an
   /// add_in_section the caller calls grow_if_needed() once it has left the section.
   void add_in_section(unsigned long hash, cds_lfht_node* node) {
+    rcubatch::annotate_publish(node);
     cds_lfht_add(table_, hash, node);
     ++size_;
   }
@@ -95,7 +98,9 @@ class rcu_table {
   cds_lfht_node* find(unsigned long hash, const Match& match) const {
     cds_lfht_iter it;
     cds_lfht_lookup(table_, hash, &trampoline<Match>, &match, &it);
-    return cds_lfht_iter_get_node(&it);
+    cds_lfht_node* found = cds_lfht_iter_get_node(&it);
+    if (found != nullptr) rcubatch::annotate_subscribe(found);
+    return found;
   }
   /// Writer side: find, taking the read lock for the call (the writer lock keeps the result alive).
   template <class Match>
@@ -115,6 +120,7 @@ class rcu_table {
   };
   template <class Match>
   static int trampoline(cds_lfht_node* node, const void* match) {
+    rcubatch::annotate_subscribe(node);  // pairs with annotate_publish in add / add_unique
     return (*static_cast<const Match*>(match))(node) ? 1 : 0;
   }
 
