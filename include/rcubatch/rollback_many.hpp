@@ -38,8 +38,11 @@
 // registered never reach a batch: unreg_queue::push refuses them (unregister_one then returns
 // stats.skipped = 1).
 //
-// Cost: O(N) hook calls, 2 grace periods (1 if nothing was unlinked after the first). Measured:
-// examples/demo, bench/.
+// Cost: O(N) hook calls, 2 grace periods (1 if nothing was unlinked after the first). Measured on
+// the 2-vCPU test VM, memb, one busy reader, 10,000 objects (examples/demo, 2026-11-30): 60–70 ns
+// per object in all, ~50 µs of it the two grace periods; one GP per object instead costs 15–25 µs
+// per object. The rest is memory traffic: each pass over the batch touches every object once.
+// bench/RESULTS.md compares it with call_rcu, libcds and DPDK.
 #pragma once
 
 #include <chrono>
