@@ -303,6 +303,19 @@ struct run_config {
   std::vector<int> reader_counts;                 // 0, 1, 2 (quick: 1 except the goal size)
 };
 
+/// Registers a peer's scaling cases: every (N, readers) of the run, except the goal point
+/// (N = 10,000, 1 reader), which the peer registers with the goal set. Quick mode keeps only the
+/// 1-reader sweep and the goal size for other reader counts.
+template <class AddCase>
+void register_scaling_cases(const run_config& cfg, AddCase&& add_case) {
+  for (int r : cfg.reader_counts)
+    for (std::size_t n : cfg.sizes) {
+      if (!cfg.full && r != 1 && n != 10'000) continue;
+      if (r == 1 && n == 10'000) continue;  // registered with the goal set
+      add_case(n, r, cfg.full);
+    }
+}
+
 /// Iterations for a teardown case of n objects: enough to average, bounded in wall time.
 inline int iterations_for(std::size_t n, bool full, int cap = 200) {
   const std::size_t budget = full ? 2'000'000 : 400'000;  // objects torn down per case

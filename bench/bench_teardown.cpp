@@ -88,31 +88,29 @@ constexpr const char* method_name(method m) {
   return "?";
 }
 
+/// rollback_many over the fixture, with GPs from DomainFlavor (the real flavor, or the floor's fake).
+template <class Protocol, class DomainFlavor>
+void bm_rollback_many(benchmark::State& st, std::size_t n, int readers) {
+  rcubatch::grace_domain<DomainFlavor> domain;
+  phase_totals totals;
+  run_teardown_case<Protocol>(st, n, readers, [&](registry& reg, std::vector<bench_object*>& objs) {
+    return rollback_all(domain, reg, objs, &totals);
+  }, &mark_all_registered);
+  totals.report(st);
+}
+
 template <class Flavor>
 void bm_teardown(benchmark::State& st, method m, std::size_t n, int readers) {
   using protocol = urcu_protocol<Flavor>;
   switch (m) {
-    case method::rollback_many: {
-      rcubatch::grace_domain<Flavor> domain;
-      phase_totals totals;
-      run_teardown_case<protocol>(st, n, readers, [&](registry& reg, std::vector<bench_object*>& objs) {
-        return rollback_all(domain, reg, objs, &totals);
-      }, &mark_all_registered);
-      totals.report(st);
+    case method::rollback_many:
+      bm_rollback_many<protocol, Flavor>(st, n, readers);
       break;
-    }
-    case method::floor: {
+    case method::floor:
       // The same rollback_many with a flavor that counts GPs and waits for none; readers still run
       // the real flavor's read side, so they load the same cache lines.
-      using fake = rcubatch::counting_flavor<floor_tag<Flavor>>;
-      rcubatch::grace_domain<fake> domain;
-      phase_totals totals;
-      run_teardown_case<protocol>(st, n, readers, [&](registry& reg, std::vector<bench_object*>& objs) {
-        return rollback_all(domain, reg, objs, &totals);
-      }, &mark_all_registered);
-      totals.report(st);
+      bm_rollback_many<protocol, rcubatch::counting_flavor<floor_tag<Flavor>>>(st, n, readers);
       break;
-    }
     case method::legacy_1gp:
       // Each object its own batch: unlink, synchronize_rcu, free (raw liburcu, no library).
       run_teardown_case<protocol>(st, n, readers, [](registry& reg, std::vector<bench_object*>& objs) {

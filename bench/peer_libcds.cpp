@@ -79,13 +79,6 @@ std::vector<double> libcds_goal_samples(std::size_t n, int readers, int iteratio
 
 void register_libcds_goal_case(const run_config& cfg) { add_case(10'000, 1, cfg.full); }
 
-void register_libcds_benchmarks(const run_config& cfg) {
-  for (int r : cfg.reader_counts)
-    for (std::size_t n : cfg.sizes) {
-      if (!cfg.full && r != 1 && n != 10'000) continue;
-      if (r == 1 && n == 10'000) continue;  // registered with the goal set
-      add_case(n, r, cfg.full);
-    }
-}
+void register_libcds_benchmarks(const run_config& cfg) { register_scaling_cases(cfg, add_case); }
 
 }  // namespace rcubatch_bench
