@@ -1,5 +1,7 @@
 #include "netdev/rcu_table.hpp"
 
+#include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <new>
 
@@ -33,5 +35,19 @@ rcu_table::~rcu_table() {
   }
 }
 
+namespace {
+std::atomic<std::int64_t> grow_ns{0};  // relaxed: a statistic; tables of several registries may grow at once
+}
+
+void rcu_table::resize() {
+  const auto start = std::chrono::steady_clock::now();
+  cds_lfht_resize(table_, buckets_);
+  grow_ns.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count(),
+                    std::memory_order_relaxed);
+}
+
+std::chrono::nanoseconds rcu_table::total_grow_time() noexcept {
+  return std::chrono::nanoseconds(grow_ns.load(std::memory_order_relaxed));
+}
 
 }  // namespace netdev

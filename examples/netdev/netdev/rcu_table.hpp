@@ -17,6 +17,7 @@
 // (cds_lfht_destroy on an auto-resize table inside one can deadlock in 0.13.2).
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <string_view>
@@ -89,9 +90,15 @@ class rcu_table {
   void grow_if_needed() {
     if (size_ <= buckets_) return;
     while (buckets_ < size_) buckets_ *= 2;
-    cds_lfht_resize(table_, buckets_);
+    resize();
   }
   unsigned long buckets() const noexcept { return buckets_; }
+
+  /// Wall time spent in grow_if_needed's resizes, all tables of the process together. rculfhash
+  /// fills each new bucket order of ≥ 8,192 buckets in helper threads (one per CPU) and joins them,
+  /// so this time is mostly *not* in the calling thread's CPU time: netsim's `time` prints it to
+  /// tell that wait apart from preemption.
+  static std::chrono::nanoseconds total_grow_time() noexcept;
 
   /// Reader side (caller holds the read lock), or writer side under the writer lock.
   template <class Match>
@@ -123,6 +130,8 @@ class rcu_table {
     rcubatch::annotate_subscribe(node);  // pairs with annotate_publish in add / add_unique
     return (*static_cast<const Match*>(match))(node) ? 1 : 0;
   }
+
+  void resize();  // to buckets_, timed
 
   const rcu_flavor_struct* flavor_;
   unsigned long buckets_;        // the size last asked of rculfhash; writer lock

@@ -7,7 +7,7 @@
 //   netns add NAME                   netns del NAME...
 //   -n NS CMD                        run CMD in namespace NS
 //   module load dummy numdummies=N   module unload TYPE   (every device of TYPE, one batch)
-//   xmit DEV packets N threads T     time CMD             (wall time and GPs used by CMD)
+//   xmit DEV packets N threads T     time CMD             (wall and CPU time, faults, switches, GPs)
 // plus the script extensions of script.hpp (default, for, {EXPR}).
 //
 // A failing command changes nothing (the registry validates before it mutates); the interpreter
@@ -22,6 +22,8 @@
 #include <span>
 #include <string>
 #include <vector>
+
+#include <sys/resource.h>
 
 #include <rcubatch.hpp>
 
@@ -41,7 +43,21 @@ struct timing {
   /// `elapsed` it leaves out the time this thread was preempted by the rest of the machine, and
   /// the time it slept waiting for grace periods or references.
   std::chrono::nanoseconds writer_cpu{};
+  /// Where the rest of `elapsed` went (getrusage(RUSAGE_THREAD) of the same thread): page faults
+  /// (in writer_cpu: fresh heap memory), voluntary switches (it slept: grace periods, the join of
+  /// rculfhash's resize helpers) and involuntary ones (preempted); and the wall time spent growing
+  /// the hash tables (rcu_table::total_grow_time), mostly in helper threads it waited for.
+  long minor_faults = 0;
+  long voluntary_switches = 0;
+  long involuntary_switches = 0;
+  std::chrono::nanoseconds table_growth{};
 };
+
+inline rusage thread_usage_now() noexcept {
+  rusage u{};
+  getrusage(RUSAGE_THREAD, &u);
+  return u;
+}
 
 inline std::chrono::nanoseconds thread_cpu_now() noexcept {
   timespec ts{};
@@ -121,19 +137,28 @@ class interpreter {
     const auto before = reg_.domain().stats();
     const auto elided_before = reg_.counters().dismantle_elided;
     const auto batches_before = reg_.counters().batches;
+    const auto growth_start = netdev::rcu_table::total_grow_time();
+    const rusage usage_start = thread_usage_now();
     const auto cpu_start = thread_cpu_now();
     const auto start = std::chrono::steady_clock::now();
     status s = execute(w, ns);
     const auto elapsed = std::chrono::steady_clock::now() - start;
     const auto cpu = thread_cpu_now() - cpu_start;
+    const rusage usage = thread_usage_now();
     std::vector<std::string> label(w.begin(), w.end());
     for (std::string& word : label) vars_.substitute(word);  // best effort: the label only
     timing t{join(label), elapsed, reg_.domain().stats().grace_periods - before.grace_periods,
              reg_.counters().dismantle_elided - elided_before, cpu};
+    t.minor_faults = usage.ru_minflt - usage_start.ru_minflt;
+    t.voluntary_switches = usage.ru_nvcsw - usage_start.ru_nvcsw;
+    t.involuntary_switches = usage.ru_nivcsw - usage_start.ru_nivcsw;
+    t.table_growth = netdev::rcu_table::total_grow_time() - growth_start;
     if (print_times_)
       err_ << "time: " << t.command << ": " << static_cast<double>(t.elapsed.count()) / 1e6 << " ms ("
-           << static_cast<double>(t.writer_cpu.count()) / 1e6 << " ms writer CPU), " << t.grace_periods << " GPs, "
-           << t.dismantle_elided << " dismantle-elided";
+           << static_cast<double>(t.writer_cpu.count()) / 1e6 << " ms writer CPU, " << t.minor_faults
+           << " minor faults, " << t.voluntary_switches << '/' << t.involuntary_switches
+           << " voluntary/involuntary switches, " << static_cast<double>(t.table_growth.count()) / 1e6
+           << " ms growing tables), " << t.grace_periods << " GPs, " << t.dismantle_elided << " dismantle-elided";
     if (print_times_ && reg_.counters().batches == batches_before + 1) print_phases(reg_.last_batch());
     if (print_times_) err_ << '\n';
     timings_.push_back(std::move(t));
