@@ -244,6 +244,12 @@ TEST_F(misuse_fixture, destroying_a_queued_object_is_fatal_under_every_policy) {
   }
 }
 
+// GCC 12 sees rollback_many store the state of the object this policy just deleted; the
+// destructor's fatal diagnostic ends the process before that store, which is what the test checks.
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuse-after-free"
+#endif
 TEST_F(misuse_fixture, destroying_an_object_from_unlist_is_fatal) {
   // A policy that deletes in unlist (readers can still reach the object) frees it mid-batch.
   struct bad_policy {
@@ -261,6 +267,9 @@ TEST_F(misuse_fixture, destroying_an_object_from_unlist_is_fatal) {
       },
       "object destroyed in state registered");
 }
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ >= 12
+#pragma GCC diagnostic pop
+#endif
 
 // ================================ ref underflow / hold after drain =============================
 TEST_F(misuse_fixture, ref_underflow_is_reported_under_throw_error_and_report_and_the_count_stays_zero) {
