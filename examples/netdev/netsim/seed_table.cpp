@@ -89,8 +89,14 @@ measured measure(const std::vector<script_line>& lines, const variables& vars, n
     m.elided += t.dismantle_elided;
   }
   if (median_of_commands && !r.timings.empty()) {
-    // Per operation: the median command's times, and grace periods per command (each command
-    // pays the same; the GP check across runs below catches a difference in the total).
+    // Per operation: the median command's times, and the grace periods of one command — which
+    // must be the same for each, or the counts would not mean what the table says.
+    for (const timing& t : r.timings) {
+      if (t.grace_periods != r.timings.front().grace_periods || t.dismantle_elided != r.timings.front().dismantle_elided) {
+        std::fprintf(stderr, "seed-table: the timed commands of one run used different grace-period counts\n");
+        m.ok = false;
+      }
+    }
     std::vector<timing> sorted = r.timings;
     std::sort(sorted.begin(), sorted.end(), [](const timing& a, const timing& b) { return a.elapsed < b.elapsed; });
     const timing& mid = sorted[sorted.size() / 2];
