@@ -2,7 +2,7 @@
 # The project's main job: install what is missing, build netsim, replay every seed experiment in
 # legacy and batched mode, and print the Markdown seed table (examples/netdev/README.md explains it).
 #   bash scripts/seed-table.sh            # full sizes (about a minute)
-#   bash scripts/seed-table.sh --short    # the small sizes ctest uses
+#   bash scripts/seed-table.sh --short    # small sizes (seconds), for a quick check
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

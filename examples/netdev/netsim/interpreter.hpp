@@ -10,7 +10,8 @@
 //   xmit DEV packets N threads T     time CMD             (wall and CPU time, faults, switches, GPs)
 // plus the script extensions of script.hpp (default, for, {EXPR}).
 //
-// A failing command changes nothing (the registry validates before it mutates); the interpreter
+// A failing command changes nothing (the registry validates before it mutates) — a failing `for`
+// stops at the failing iteration, keeping the ones before, like separate lines; the interpreter
 // prints "file:line: error: ..." and stops, or goes on under -force.
 #pragma once
 
@@ -63,13 +64,6 @@ inline std::chrono::nanoseconds thread_cpu_now() noexcept {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
-}
-
-inline std::optional<long long> parse_number(std::string_view s) {
-  long long v = 0;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc{} || end != s.data() + s.size() || s.empty()) return std::nullopt;
-  return v;
 }
 
 inline std::string join(std::span<const std::string> words) {
@@ -140,13 +134,14 @@ class interpreter {
     const auto growth_start = netdev::rcu_table::total_grow_time();
     const rusage usage_start = thread_usage_now();
     const auto cpu_start = thread_cpu_now();
+    // The label as the command reads before it runs ("link del dummy{i}" under a for stays so).
+    std::vector<std::string> label(w.begin(), w.end());
+    for (std::string& word : label) vars_.substitute(word);  // best effort: an unknown name stays as written
     const auto start = std::chrono::steady_clock::now();
     status s = execute(w, ns);
     const auto elapsed = std::chrono::steady_clock::now() - start;
     const auto cpu = thread_cpu_now() - cpu_start;
     const rusage usage = thread_usage_now();
-    std::vector<std::string> label(w.begin(), w.end());
-    for (std::string& word : label) vars_.substitute(word);  // best effort: the label only
     timing t{join(label), elapsed, reg_.domain().stats().grace_periods - before.grace_periods,
              reg_.counters().dismantle_elided - elided_before, cpu};
     t.minor_faults = usage.ru_minflt - usage_start.ru_minflt;

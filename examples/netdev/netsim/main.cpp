@@ -9,6 +9,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -71,6 +72,15 @@ int run(const cli& c) {
   return (r.errors == 0 && errors.empty()) ? 0 : 1;
 }
 
+/// A non-negative count option: the whole word a decimal number in [min, max], else a usage error.
+unsigned parse_count(const char* option, const char* text, unsigned min, unsigned max) {
+  const auto n = netsim::parse_number(text);
+  if (!n || *n < min || *n > max)
+    throw std::invalid_argument(std::string(option) + " takes a number from " + std::to_string(min) + " to " +
+                                std::to_string(max));
+  return static_cast<unsigned>(*n);
+}
+
 int seed_table_main(int argc, char** argv, int first) {
   netsim::seed_table_options opt;
   opt.scripts_dir = NETSIM_SCRIPTS_DIR;
@@ -79,9 +89,9 @@ int seed_table_main(int argc, char** argv, int first) {
     const std::string a = argv[i];
     if (a == "--short") opt.short_sizes = true;
     else if (a == "--flavor" && i + 1 < argc) opt.flavor = argv[++i];
-    else if (a == "--readers" && i + 1 < argc) opt.readers = static_cast<unsigned>(std::stoul(argv[++i]));
+    else if (a == "--readers" && i + 1 < argc) opt.readers = parse_count("--readers", argv[++i], 0, 64);
     else if (a == "--scripts" && i + 1 < argc) opt.scripts_dir = argv[++i];
-    else if (a == "--repeat" && i + 1 < argc) opt.repeat = std::max(1u, static_cast<unsigned>(std::stoul(argv[++i])));
+    else if (a == "--repeat" && i + 1 < argc) opt.repeat = parse_count("--repeat", argv[++i], 1, 1000);
     else {
       std::fputs(kUsage, stderr);
       return 2;
@@ -95,8 +105,8 @@ int seed_table_main(int argc, char** argv, int first) {
 int main(int argc, char** argv) {
   cli c;
   int i = 1;
-  if (argc > 1 && std::string(argv[1]) == "seed-table") return seed_table_main(argc, argv, 2);
   try {
+    if (argc > 1 && std::string(argv[1]) == "seed-table") return seed_table_main(argc, argv, 2);
     for (; i < argc; ++i) {
       const std::string a = argv[i];
       const bool has_value = i + 1 < argc;
@@ -105,7 +115,7 @@ int main(int argc, char** argv) {
         if (m != "batched" && m != "legacy") throw std::invalid_argument("--mode must be batched or legacy");
         c.session.mode = m == "batched" ? netdev::unreg_mode::batched : netdev::unreg_mode::legacy;
       } else if (a == "--readers" && has_value) {
-        c.session.readers = static_cast<unsigned>(std::stoul(argv[++i]));
+        c.session.readers = parse_count("--readers", argv[++i], 0, 64);
       } else if (a == "--flavor" && has_value) {
         c.flavor = argv[++i];
       } else if (a == "-force" || a == "--force") {

@@ -40,18 +40,18 @@ std::vector<script_line> read_script(std::istream& in, const std::string& file, 
   return lines;
 }
 
-namespace {
-std::optional<long long> to_integer(std::string_view s) {
+std::optional<long long> parse_number(std::string_view s) {
   long long v = 0;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
   if (ec != std::errc{} || end != s.data() + s.size() || s.empty()) return std::nullopt;
   return v;
 }
-}  // namespace
 
 std::optional<std::string> variables::substitute(std::string& word) const {
-  std::size_t open;
-  while ((open = word.find('{')) != std::string::npos) {
+  // Resumes after each inserted value, so a value that itself contains "{...}" (possible through
+  // -D) is not expanded again — which could loop forever.
+  std::size_t open, from = 0;
+  while ((open = word.find('{', from)) != std::string::npos) {
     const std::size_t close = word.find('}', open);
     if (close == std::string::npos) return "unterminated {expression} in \"" + word + "\"";
     const std::string expr = word.substr(open + 1, close - open - 1);
@@ -61,8 +61,8 @@ std::optional<std::string> variables::substitute(std::string& word) const {
     if (it == values_.end()) return "unknown variable \"" + name + "\"";
     std::string value = it->second;
     if (op != std::string::npos) {
-      auto lhs = to_integer(value);
-      auto rhs = to_integer(std::string_view(expr).substr(op + 1));
+      auto lhs = parse_number(value);
+      auto rhs = parse_number(std::string_view(expr).substr(op + 1));
       if (!lhs || !rhs) return "bad arithmetic in {" + expr + "}";
       if ((expr[op] == '/' || expr[op] == '%') && *rhs == 0) return "division by zero in {" + expr + "}";
       long long r = 0;
@@ -76,6 +76,7 @@ std::optional<std::string> variables::substitute(std::string& word) const {
       value = std::to_string(r);
     }
     word.replace(open, close - open + 1, value);
+    from = open + value.size();
   }
   return std::nullopt;
 }

@@ -27,6 +27,9 @@ struct script_line {
   std::vector<std::string> words;
 };
 
+/// The whole of `s` as a decimal integer (optional sign), or nothing.
+std::optional<long long> parse_number(std::string_view s);
+
 /// Splits `text` into words. Returns an error message on an unterminated quote.
 std::optional<std::string> split_words(std::string_view text, std::vector<std::string>& out);
 

@@ -60,6 +60,19 @@ TEST(netsim, for_default_and_expressions_expand) {
   EXPECT_NE(o.err.find("time: link del d15:"), std::string::npos) << o.err;
 }
 
+TEST(netsim, a_substituted_value_is_not_expanded_again) {
+  // A -D value may itself contain "{X}"; expanding it again would never end.
+  netsim::variables vars;
+  vars.set("X", "{X}");
+  std::string word = "d{X}";
+  EXPECT_FALSE(vars.substitute(word).has_value());
+  EXPECT_EQ(word, "d{X}");
+  vars.set("N", "7");
+  word = "{X}.{N}";
+  EXPECT_FALSE(vars.substitute(word).has_value());
+  EXPECT_EQ(word, "{X}.7");
+}
+
 TEST(netsim, every_bad_input_is_reported_with_file_and_line_and_changes_nothing) {
   const std::vector<std::string> bad{
       "link del nosuch",
