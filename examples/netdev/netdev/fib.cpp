@@ -21,26 +21,17 @@ void fib::add_connected(net_device& dev, ipv4_prefix prefix) {
   auto* r = new route(prefix, &dev);
   by_length_[prefix.length]->add(mix_hash(r->prefix.address), &r->node.node);
   dev.routes.push_back(*r);
-  ++count_[prefix.length];
-  ++routes_;
   nonempty_.fetch_or(std::uint64_t{1} << prefix.length, std::memory_order_release);
-  generation_.fetch_add(1, std::memory_order_relaxed);
 }
 
 std::size_t fib::remove_routes_of(net_device& dev, unreg_context& batch) noexcept {
   std::size_t removed = 0;
   dev.routes.clear_and_dispose([&](route* r) {
     by_length_[r->prefix.length]->remove(&r->node.node);
-    --count_[r->prefix.length];
-    --routes_;
     batch.retire(*r);  // readers may hold it until the batch's last grace period
     ++removed;
   });
-  if (removed > 0) {
-    dirty_ = true;
-    // O(1) invalidation per device, like rt_cache_flush(net, -1); the sweep is per batch.
-    generation_.fetch_add(1, std::memory_order_relaxed);
-  }
+  if (removed > 0) dirty_ = true;  // O(1) per device; the sweep is once per batch
   return removed;
 }
 
@@ -48,9 +39,15 @@ void fib::sweep() noexcept {
   if (!dirty_) return;
   std::uint64_t mask = 0;
   for (unsigned len = 0; len < kLengths; ++len)
-    if (count_[len] > 0) mask |= std::uint64_t{1} << len;
+    if (!by_length_[len]->empty()) mask |= std::uint64_t{1} << len;
   nonempty_.store(mask, std::memory_order_release);
   dirty_ = false;
+}
+
+std::size_t fib::size() const noexcept {
+  std::size_t n = 0;
+  for (const auto& t : by_length_) n += t->size();
+  return n;
 }
 
 const route* fib::lookup(ipv4 address) const noexcept {

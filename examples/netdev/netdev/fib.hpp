@@ -41,16 +41,13 @@ class fib {
   /// Longest-prefix match. Requires: a read-side section.
   const route* lookup(ipv4 address) const noexcept;
 
-  std::size_t size() const noexcept { return routes_; }
-  std::uint64_t generation() const noexcept { return generation_.load(std::memory_order_relaxed); }
+  /// Number of routes (the tables count their nodes). Writer lock.
+  std::size_t size() const noexcept;
 
  private:
   static constexpr unsigned kLengths = 33;
   std::array<std::unique_ptr<rcu_table>, kLengths> by_length_;
-  std::array<std::size_t, kLengths> count_{};  // writer lock
   std::atomic<std::uint64_t> nonempty_{0};     // bit L set: some /L route may exist
-  std::atomic<std::uint64_t> generation_{0};   // bumped per change, like rt_cache_flush's genid
-  std::size_t routes_ = 0;                     // writer lock
   bool dirty_ = false;                         // routes removed since the last sweep; writer lock
 };
 

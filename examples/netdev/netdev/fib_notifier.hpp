@@ -1,7 +1,7 @@
 // netdev/fib_notifier.hpp — the FIB's reaction to unregistering devices (fib_netdev_event).
 //
-// Per device (NETDEV_UNREGISTER): unlink and retire that device's routes — O(its routes), plus an
-// O(1) generation bump. Per batch (NETDEV_UNREGISTER_BATCH): the one container-wide step, a sweep
+// Per device (NETDEV_UNREGISTER): unlink and retire that device's routes — O(its routes), and mark
+// the FIB dirty. Per batch (NETDEV_UNREGISTER_BATCH): the one container-wide step, a sweep
 // of the FIBs that lost routes. A batch of 10,000 devices therefore sweeps once, not 10,000 times.
 #pragma once
 

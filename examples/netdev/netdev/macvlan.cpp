@@ -45,23 +45,22 @@ std::string check_newlink(const net_device& lower) {
   return {};
 }
 
-void init(net_device& mv, net_device& lower) {
+void init(net_device& mv, net_device& lower, const rcu_flavor_struct* flavor) {
+  // The port first: the only step that can fail (bad_alloc, its hash table), and before the
+  // macvlan is published, so a failure leaves no half-created device.
+  macvlan_port* port = lower.macvlans.load(std::memory_order_relaxed);
+  if (port == nullptr) {
+    port = new macvlan_port(flavor);
+    lower.macvlans.store(port, std::memory_order_release);
+  }
   auto& l = mv.link.emplace<macvlan_link>();
   l.self = &mv;
   l.lower = &lower;
+  l.port = port;
   lower.refs().hold();
 }
 
-void attach(net_device& mv, const rcu_flavor_struct* flavor) {
-  auto& l = std::get<macvlan_link>(mv.link);
-  macvlan_port* port = l.lower->macvlans.load(std::memory_order_relaxed);
-  if (port == nullptr) {
-    port = new macvlan_port(flavor);
-    l.lower->macvlans.store(port, std::memory_order_release);
-  }
-  l.port = port;
-  port->attach(mv);
-}
+void attach(net_device& mv) noexcept { std::get<macvlan_link>(mv.link).port->attach(mv); }
 
 void open(net_device& mv) { std::get<macvlan_link>(mv.link).port->hash_add(mv); }
 

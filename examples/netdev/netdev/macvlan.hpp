@@ -51,9 +51,9 @@ namespace macvlan {
 
 std::string check_newlink(const net_device& lower);
 /// ndo_init: the macvlan's link state (lower device; holds a reference on it). Before publication.
-void init(net_device& mv, net_device& lower);
+void init(net_device& mv, net_device& lower, const rcu_flavor_struct* flavor);
 /// After publication: joins (or creates) the lower device's port.
-void attach(net_device& mv, const rcu_flavor_struct* flavor);
+void attach(net_device& mv) noexcept;
 void open(net_device& mv);
 /// ndo_stop: unhash, then a grace period unless dismantling.
 void stop(net_device& mv, grace_periods& gps) noexcept;

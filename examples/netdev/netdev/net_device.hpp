@@ -76,14 +76,12 @@ struct tunnel_params {
   std::uint32_t key = 0;
   bool has_key = false;
   bool oseq = false;  // gre: stamp an output sequence number, which needs the tx lock
-  friend bool operator==(const tunnel_params&, const tunnel_params&) = default;
 };
 
 /// Transmit statistics, one slot per sending thread: no shared counter bounces between cores
 /// (the kernel's per-CPU tstats); a reader sums the slots.
 struct alignas(64) tx_stats_slot {
-  std::atomic<std::uint64_t> packets{0};
-  std::atomic<std::uint64_t> bytes{0};
+  std::atomic<std::uint64_t> packets{0};  // bytes: packets × detail::kPacketBytes (one frame size)
 };
 inline constexpr std::size_t kTxStatSlots = 32;
 

@@ -34,7 +34,6 @@ void netns::publish(net_device& dev) {
   by_index_.add_in_section(hash_index(dev.ifindex), &dev.index_node.node);
   rcubatch::annotate_publish(&dev.list_node.link);  // TSan cannot see liburcu's publication
   cds_list_add_tail_rcu(&dev.list_node.link, &devices_);
-  ++count_;
 }
 
 void netns::grow_indexes() {
@@ -46,7 +45,6 @@ void netns::unpublish(net_device& dev) noexcept {
   cds_list_del_rcu(&dev.list_node.link);
   by_name_.remove_in_section(&dev.name_node.node);
   by_index_.remove_in_section(&dev.index_node.node);
-  --count_;
 }
 
 net_device* netns::find_locked(std::string_view name) const noexcept {

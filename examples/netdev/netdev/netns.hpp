@@ -62,7 +62,7 @@ class netns {
   void put() noexcept { users_.fetch_sub(1, std::memory_order_release); }
   unsigned users() const noexcept { return users_.load(std::memory_order_acquire); }
 
-  std::size_t device_count() const noexcept { return count_; }
+  std::size_t device_count() const noexcept { return by_index_.size(); }
   fib& routes() noexcept { return fib_; }
   const fib& routes() const noexcept { return fib_; }
   tunnel_table& tunnels(link_kind k) noexcept { return k == link_kind::gre ? gre_ : ipip_; }
@@ -72,7 +72,6 @@ class netns {
   rcu_table by_name_;
   rcu_table by_index_;
   cds_list_head devices_;
-  std::size_t count_ = 0;  // writer lock
   std::atomic<unsigned> users_{0};
   fib fib_;
   tunnel_table ipip_;

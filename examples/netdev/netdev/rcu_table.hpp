@@ -92,7 +92,6 @@ class rcu_table {
     while (buckets_ < size_) buckets_ *= 2;
     resize();
   }
-  unsigned long buckets() const noexcept { return buckets_; }
 
   /// Wall time spent in grow_if_needed's resizes, all tables of the process together. rculfhash
   /// fills each new bucket order of ≥ 8,192 buckets in helper threads (one per CPU) and joins them,

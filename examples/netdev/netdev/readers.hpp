@@ -72,6 +72,8 @@ class reader_pool {
           check_alive(same);
           if (const vlan_group* g = d->vlans.load(std::memory_order_acquire)) check_alive(g->find(1));
           if (const macvlan_port* p = d->macvlans.load(std::memory_order_acquire)) check_alive(p->lookup(d->mac));
+          // Receive side of a tunnel: the outer header's (remote, local, key) finds the device.
+          if (const auto* t = std::get_if<tunnel_link>(&d->link)) check_alive(ns.tunnels(d->kind).lookup(t->params));
         }
         // Addresses the seed scripts use: 72.j.k.1/24 (seed 004), 10.x.y.z (macvlans).
         const ipv4 addr = (rng() & 1 ? 72u << 24 : 10u << 24) | (rng() & 0xffffff);

@@ -103,9 +103,7 @@ class registry final : private grace_periods {
 
   unreg_mode mode() const noexcept { return mode_; }
   domain_type& domain() noexcept { return domain_; }
-  notifier_chain& notifiers() noexcept { return notifiers_; }
   netns& init_net() noexcept { return *init_net_; }
-  std::mutex& writer_lock() noexcept { return rtnl_; }
   void set_drain_options(const rcubatch::drain_options& o) { options_.drain = o; }
   /// Highest ifindex handed out so far (readers pick random indexes below it).
   int max_ifindex() const noexcept { return next_ifindex_.load(std::memory_order_relaxed) - 1; }
@@ -119,43 +117,9 @@ class registry final : private grace_periods {
 
   // ---- commands --------------------------------------------------------------------------------
 
-  status link_add(netns& ns, const link_request& req, net_device** created = nullptr) {
+  status link_add(netns& ns, const link_request& req) {
     writer_section w(*this);
-    net_device* lower = nullptr;
-    if (status s = check_newlink(ns, req, lower); !s.ok()) return s;
-    net_device& dev = *new net_device(req.name, req.kind, ns, next_ifindex_.fetch_add(1));
-    // ndo_init first: the link state is complete before any reader can find the device by name
-    // or index (an xmit sender looks tunnels up by name and reads dev->link at once).
-    switch (req.kind) {
-      case link_kind::dummy: break;
-      case link_kind::vlan: vlan::init(dev, *lower, static_cast<std::uint16_t>(req.vid)); break;
-      case link_kind::macvlan: macvlan::init(dev, *lower); break;
-      case link_kind::ipip:
-      case link_kind::gre: {
-        auto& t = dev.link.emplace<tunnel_link>();
-        t.params = req.tunnel;
-        // Lockless xmit unless the tunnel stamps output sequences (seed 001); 2.6.32 had no LLTX.
-        t.lltx = mode_ == unreg_mode::batched && !req.tunnel.oseq;
-        break;
-      }
-    }
-    {
-      rcubatch::read_guard<Flavor> section;  // rculfhash updates run inside a read-side section
-      ns.publish(dev);
-    }
-    ns.grow_indexes();
-    dev.mark_registered();
-    // Then the secondary structures that lead readers to it (list_netdevice, then the link type's).
-    switch (req.kind) {
-      case link_kind::dummy: break;
-      case link_kind::vlan: vlan::attach(dev); break;
-      case link_kind::macvlan: macvlan::attach(dev, flavor_); break;
-      case link_kind::ipip:
-      case link_kind::gre: ns.tunnels(req.kind).add(dev); break;  // cannot fail: the key was checked free
-    }
-    notifiers_.notify({netdev_event_kind::registered, &dev, nullptr});
-    if (created) *created = &dev;
-    return {};
+    return link_add_locked(ns, req);
   }
 
   status link_set(netns& ns, std::string_view name, bool up) {
@@ -183,8 +147,9 @@ class registry final : private grace_periods {
     if (dev == nullptr) return status::fail("Cannot find device \"" + std::string(name) + "\"");
     for (const ipv4_prefix& a : dev->addresses)
       if (a.address == p.address && a.length == p.length) return status::fail("RTNETLINK answers: File exists");
-    dev->addresses.push_back(p);
+    dev->addresses.reserve(dev->addresses.size() + 1);  // the allocations first: then nothing below fails half-way
     ns.routes().add_connected(*dev, p);
+    dev->addresses.push_back(p);
     return {};
   }
 
@@ -226,37 +191,26 @@ class registry final : private grace_periods {
   }
 
   /// `modprobe dummy numdummies=N`: dummy0..dummyN-1 in the initial namespace (names must be free).
-  /// As dummy_init_module: register one by one and, if a name is taken, unregister the ones this
-  /// command created (one batch) — no separate pass looking every name up first, which at 100,000
-  /// devices was a second round of cache misses in the name hash for every device.
+  /// One writer section for the whole command, as dummy_init_module holds RTNL around its loop: the
+  /// name check and the creations are one step for every other writer.
   status module_load_dummy(long count) {
     if (count < 0 || count > 10'000'000) return status::fail("numdummies out of range");
+    writer_section w(*this);
     link_request req;
-    {
-      // Bad input changes nothing: refuse before creating any device if a name is taken (O(1) per
-      // name). The rollback below stays for a name taken by a concurrent command in between.
-      writer_section w(*this);
-      for (long i = 0; i < count; ++i) {
-        req.name = "dummy";
-        req.name += std::to_string(i);
-        if (init_net_->name_taken(req.name)) return status::fail(req.name + " already exists");
-      }
-    }
-    std::vector<net_device*> created;
-    created.reserve(static_cast<std::size_t>(count));
-    for (long i = 0; i < count; ++i) {
+    auto name_of = [&req](long i) {
       req.name = "dummy";
       req.name += std::to_string(i);  // IFNAMSIZ-bounded: stays in the string's inline buffer
-      net_device* dev = nullptr;
-      // One RTNL section per device, as register_netdevice does.
-      if (status s = link_add(*init_net_, req, &dev); !s.ok()) {
-        writer_section w(*this);
-        rcubatch::unreg_queue<net_device> q;
-        for (net_device* d : created) dellink(*d, q);
-        unregister(q);
-        return status::fail(req.name + " already exists");
-      }
-      created.push_back(dev);
+    };
+    // Bad input changes nothing: refuse before creating any device if a name is taken (O(1) per
+    // name), rather than create and roll back (ifindexes, batches and GPs would show it).
+    for (long i = 0; i < count; ++i) {
+      name_of(i);
+      if (init_net_->name_taken(req.name)) return status::fail(req.name + " already exists");
+    }
+    for (long i = 0; i < count; ++i) {
+      name_of(i);
+      // Cannot fail now: the names are free and valid, and nothing else runs under the section.
+      if (status s = link_add_locked(*init_net_, req); !s.ok()) return s;
     }
     return {};
   }
@@ -295,6 +249,44 @@ class registry final : private grace_periods {
   const rcubatch::batch_stats& last_batch() const noexcept { return last_batch_; }
 
  private:
+  /// link_add's body, for a caller that holds the writer section (module_load_dummy).
+  status link_add_locked(netns& ns, const link_request& req) {
+    net_device* lower = nullptr;
+    if (status s = check_newlink(ns, req, lower); !s.ok()) return s;
+    net_device& dev = *new net_device(req.name, req.kind, ns, next_ifindex_.fetch_add(1));
+    // ndo_init first: the link state is complete before any reader can find the device by name
+    // or index (an xmit sender looks tunnels up by name and reads dev->link at once).
+    switch (req.kind) {
+      case link_kind::dummy: break;
+      case link_kind::vlan: vlan::init(dev, *lower, static_cast<std::uint16_t>(req.vid)); break;
+      case link_kind::macvlan: macvlan::init(dev, *lower, flavor_); break;
+      case link_kind::ipip:
+      case link_kind::gre: {
+        auto& t = dev.link.emplace<tunnel_link>();
+        t.params = req.tunnel;
+        // Lockless xmit unless the tunnel stamps output sequences (seed 001); 2.6.32 had no LLTX.
+        t.lltx = mode_ == unreg_mode::batched && !req.tunnel.oseq;
+        break;
+      }
+    }
+    {
+      rcubatch::read_guard<Flavor> section;  // rculfhash updates run inside a read-side section
+      ns.publish(dev);
+    }
+    ns.grow_indexes();
+    dev.mark_registered();
+    // Then the secondary structures that lead readers to it (list_netdevice, then the link type's).
+    switch (req.kind) {
+      case link_kind::dummy: break;
+      case link_kind::vlan: vlan::attach(dev); break;
+      case link_kind::macvlan: macvlan::attach(dev); break;
+      case link_kind::ipip:
+      case link_kind::gre: ns.tunnels(req.kind).add(dev); break;  // cannot fail: the key was checked free
+    }
+    notifiers_.notify({netdev_event_kind::registered, &dev, nullptr});
+    return {};
+  }
+
   // ---- the rcubatch policy: the phases of unregister_netdevice_many ---------------------------
 
   /// A running batch seen through the flavor-agnostic interface.
@@ -303,7 +295,6 @@ class registry final : private grace_periods {
     explicit batch_context(batch_type& b) noexcept : b_(b) {}
     bool queue(net_device& d) noexcept override { return b_.queue(d); }
     void retire(rcubatch::retire_node& n) noexcept override { b_.retire(n); }
-    void note_unlinked() noexcept override { b_.note_unlinked(); }
 
    private:
     batch_type& b_;
@@ -353,7 +344,6 @@ class registry final : private grace_periods {
 
   // ---- grace_periods, for link-type code --------------------------------------------------------
 
-  void synchronize() noexcept override { domain_.synchronize(); }
   bool synchronize_unless_dismantling(const net_device& d) noexcept override {
     return rcubatch::synchronize_unless_dismantling(d, domain_);
   }
@@ -463,9 +453,7 @@ class registry final : private grace_periods {
     }
     rcubatch::rollback_options legacy = options_;
     legacy.mark_dismantle = false;
-    rcubatch::unreg_queue<net_device> one;
-    one.push(d);
-    const rcubatch::batch_stats s = rcubatch::rollback_many(one, device_policy{*this}, domain_, legacy);
+    const rcubatch::batch_stats s = rcubatch::unregister_one(d, device_policy{*this}, domain_, legacy);
     account(s);
     for (unsigned paid = s.grace_periods + s.gps_elided; paid < 2; ++paid) {
       domain_.synchronize();  // 2.6.32 always ran both synchronize_net calls

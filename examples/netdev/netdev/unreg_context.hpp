@@ -19,8 +19,6 @@ class unreg_context {
   virtual bool queue(net_device& dependent) noexcept = 0;
   /// `node` is freed after the batch's last grace period. Requires: already unlinked.
   virtual void retire(rcubatch::retire_node& node) noexcept = 0;
-  /// Something readers can reach was unlinked and is freed another way: grace period #2 is needed.
-  virtual void note_unlinked() noexcept = 0;
 
  protected:
   ~unreg_context() = default;
@@ -29,8 +27,6 @@ class unreg_context {
 /// The registry's grace periods, for sub-components that must wait before reusing memory.
 class grace_periods {
  public:
-  /// One real, counted grace period.
-  virtual void synchronize() noexcept = 0;
   /// A grace period unless `dev` is being dismantled by a batch, whose own GP covers it
   /// (rcubatch::synchronize_unless_dismantling). Returns true when it waited.
   virtual bool synchronize_unless_dismantling(const net_device& dev) noexcept = 0;

@@ -12,6 +12,10 @@ std::string check_newlink(const net_device& lower, long vid) {
 }
 
 void init(net_device& vlan, net_device& lower, std::uint16_t vid) {
+  // The group first: the only step that can fail (bad_alloc), and before the vlan is published,
+  // so a failure leaves no half-created device (an empty group is what the lower would get anyway).
+  if (lower.vlans.load(std::memory_order_relaxed) == nullptr)
+    lower.vlans.store(new vlan_group, std::memory_order_release);
   auto& l = vlan.link.emplace<vlan_link>();
   l.self = &vlan;
   l.lower = &lower;
@@ -19,14 +23,8 @@ void init(net_device& vlan, net_device& lower, std::uint16_t vid) {
   lower.refs().hold();
 }
 
-void attach(net_device& vlan) {
-  net_device& lower = *std::get<vlan_link>(vlan.link).lower;
-  vlan_group* g = lower.vlans.load(std::memory_order_relaxed);
-  if (g == nullptr) {
-    g = new vlan_group;
-    lower.vlans.store(g, std::memory_order_release);
-  }
-  g->attach(vlan);
+void attach(net_device& vlan) noexcept {
+  std::get<vlan_link>(vlan.link).lower->vlans.load(std::memory_order_relaxed)->attach(vlan);
 }
 
 bool uninit(net_device& vlan, unreg_context& batch) noexcept {

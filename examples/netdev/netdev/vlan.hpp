@@ -57,7 +57,7 @@ std::string check_newlink(const net_device& lower, long vid);
 /// Before the device is published, so a reader that finds it sees a complete `link`.
 void init(net_device& vlan, net_device& lower, std::uint16_t vid);
 /// After publication: makes the vlan reachable from its lower device (the VID slot).
-void attach(net_device& vlan);
+void attach(net_device& vlan) noexcept;
 /// Uninit hook: clears the slot; the last vlan retires the group. Returns true (unlinked).
 bool uninit(net_device& vlan, unreg_context& batch) noexcept;
 /// Destroy hook: drops the reference on the lower device.

@@ -108,7 +108,14 @@ xmit_result run_xmit(netns& ns, const std::string& name, std::uint64_t packets, 
         }
         rcubatch::quiescent_state<Flavor>();
         if (dev == nullptr) break;
-        auto& tun = std::get<tunnel_link>(dev->link);
+        // The name may now belong to a device that is no tunnel (deleted and re-created meanwhile):
+        // then there is nothing to send through, as if it had disappeared.
+        const tunnel_link* tun_ptr = std::get_if<tunnel_link>(&dev->link);
+        if (tun_ptr == nullptr) {
+          dev->refs().put();
+          break;
+        }
+        const tunnel_link& tun = *tun_ptr;
         tunnel_tx& txs = *tun.tx;
         tx_stats_slot& slot = txs.stats[t % kTxStatSlots];
         const std::uint64_t burst = std::min(detail::kBurst, share - done);
@@ -120,13 +127,11 @@ xmit_result run_xmit(netns& ns, const std::string& name, std::uint64_t packets, 
             const std::uint32_t seq = tun.params.oseq ? ++txs.o_seqno : 0;
             checksum += detail::encapsulate(tun.params, seq, done + i);
           }
+          // Packets only: every packet is kPacketBytes long, so bytes = packets × that, on read.
           if (shared_slots) {
             slot.packets.fetch_add(1, std::memory_order_relaxed);
-            slot.bytes.fetch_add(detail::kPacketBytes, std::memory_order_relaxed);
           } else {
             slot.packets.store(slot.packets.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-            slot.bytes.store(slot.bytes.load(std::memory_order_relaxed) + detail::kPacketBytes,
-                             std::memory_order_relaxed);
           }
         }
         if (!tun.lltx) locked.store(true, std::memory_order_relaxed);
