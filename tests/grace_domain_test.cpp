@@ -70,7 +70,7 @@ TEST_F(grace_domain_counting, barrier_runs_pending_callbacks_and_counts) {
   EXPECT_EQ(fake::barriers(), 1u);
 }
 
-TEST(grace_domain, concurrent_callers_each_get_a_full_grace_period_and_some_share_one) {
+TEST(grace_domain, concurrent_callers_are_each_served_by_their_own_or_a_coalesced_grace_period) {
   grace_domain<flavor::memb> domain;
   constexpr int kThreads = 4, kCalls = 200;
   std::vector<std::thread> threads;

@@ -28,6 +28,18 @@ netdev::link_request gre(std::string name, netdev::ipv4 remote) {
   return r;
 }
 
+/// Waits (on an observable, not a clock) until tunnel `name` of `ns` has sent at least `packets`.
+void wait_until_sent(netdev::netns& ns, std::string_view name, std::uint64_t packets) {
+  for (;;) {
+    {
+      rcubatch::read_guard<flavor> guard;
+      const netdev::net_device* d = ns.lookup_name(name);
+      if (d != nullptr && netdev::tunnel_packets(std::get<netdev::tunnel_link>(d->link)) >= packets) return;
+    }
+    std::this_thread::yield();
+  }
+}
+
 TEST(concurrency, devices_go_while_readers_and_senders_use_them) {
   rcubatch::thread_registration<flavor> registration;
   netdev::registry<flavor> reg;
@@ -53,8 +65,10 @@ TEST(concurrency, devices_go_while_readers_and_senders_use_them) {
     std::atomic<std::uint64_t> sent{0};
     std::thread sender([&] { sent = netdev::run_xmit<flavor>(net, "g", 1'000'000'000, 1).sent; });
     ASSERT_TRUE(reg.module_unload(netdev::link_kind::dummy).ok());  // dummies + their vlans, one batch
+    wait_until_sent(net, "g", 1);  // the sender is transmitting when its tunnel goes
     ASSERT_TRUE(reg.link_del(net, "g").ok());
     sender.join();
+    EXPECT_GT(sent.load(), 0u);
     EXPECT_LT(sent.load(), 1'000'000'000u);  // it stopped because the device went away
     EXPECT_EQ(reg.device_count(), 0u);
     EXPECT_EQ(reg.route_count(), 0u);
@@ -73,18 +87,17 @@ TEST(concurrency, namespace_deleted_under_a_sender) {
     ASSERT_TRUE(reg.netns_add("x").ok());
     netdev::netns& x = *reg.find_netns("x");
     ASSERT_TRUE(reg.link_add(x, gre("g", 9)).ok());
-    std::atomic<bool> started{false};
     std::atomic<std::uint64_t> sent{0};
+    x.hold();  // the caller's part of the contract: x is known alive when the sender starts
     std::thread sender([&] {
-      x.hold();  // the caller's part of the contract: x is known alive when the sender starts
-      started = true;
       sent = netdev::run_xmit<flavor>(x, "g", 1'000'000'000, 1).sent;
       x.put();
     });
-    while (!started) std::this_thread::yield();
-    std::this_thread::sleep_for(std::chrono::microseconds(10 * (round % 10)));
+    // Vary where the deletion lands: after 1 packet, then after 1–9 more bursts of 64.
+    wait_until_sent(x, "g", 1 + 64 * static_cast<std::uint64_t>(round % 10));
     ASSERT_TRUE(reg.netns_del({"x"}).ok());
     sender.join();
+    EXPECT_GT(sent.load(), 0u);
     EXPECT_LT(sent.load(), 1'000'000'000u);
     EXPECT_EQ(reg.find_netns("x"), nullptr);
   }
