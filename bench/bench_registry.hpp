@@ -97,7 +97,6 @@ class registry {
     o.list_prev = &sentinel_;
     first->list_prev = &o;
     sentinel_.list_next.store(&o, std::memory_order_release);
-    ++size_;
   }
 
   /// Writer: unpublishes `o` from the hash (the primary index). Readers may still hold it.
@@ -118,7 +117,6 @@ class registry {
     bench_object* next = o.list_next.load(std::memory_order_relaxed);
     o.list_prev->list_next.store(next, std::memory_order_release);
     next->list_prev = o.list_prev;
-    --size_;
   }
 
   /// Reader (inside its read-side section): the payload of `key`, or 0.
@@ -155,7 +153,6 @@ class registry {
   /// The key range readers draw from.
   std::uint64_t key_lo() const noexcept { return key_lo_.load(std::memory_order_relaxed); }
   std::uint64_t key_count() const noexcept { return key_count_.load(std::memory_order_acquire); }
-  std::size_t size() const noexcept { return size_; }
 
  private:
   std::atomic<bench_object*>& bucket(std::uint64_t key) const noexcept {
@@ -168,7 +165,6 @@ class registry {
   // Writer-only and reader-read-mostly state, each on its own line (false sharing cost 25% of the
   // floor in one probe: shared/DESIGN.md).
   alignas(64) std::uint64_t next_key_ = 1;
-  std::size_t size_ = 0;
   alignas(64) std::atomic<std::uint64_t> key_lo_{1};
   std::atomic<std::uint64_t> key_count_{0};
 };
@@ -220,7 +216,6 @@ class reader_group {
     for (auto& s : slots_) sum += s.lookups.load(std::memory_order_relaxed);
     return sum;
   }
-  int size() const { return static_cast<int>(slots_.size()); }
 
  private:
   void run(int id) {
@@ -327,6 +322,15 @@ inline int iterations_for(std::size_t n, bool full, int cap = 200) {
 /// iteration populates n fresh objects (untimed), then times `teardown(reg, objs)`, which must
 /// leave every object freed (or, for asynchronous methods, wait until it is). `teardown` returns
 /// the grace periods it waited for, or a negative number when the method cannot tell.
+/// The median of `v` (the mean of the two middle values for an even count). Empty: 0.
+inline double median_of(std::vector<double> v) {
+  if (v.empty()) return 0;
+  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  if (v.size() % 2 == 1) return *mid;
+  return (*mid + *std::max_element(v.begin(), mid)) / 2;  // the lower middle is the largest below mid
+}
+
 /// Reports: items/s, ns_per_obj, gps_per_batch, reader lookups/s.
 /// `prepare`, if given, runs on the fresh objects before the timer starts (mark_registered).
 template <class Protocol, class Teardown>
@@ -362,11 +366,7 @@ void run_teardown_case(benchmark::State& st, std::size_t n, int readers, Teardow
   st.counters["ns_per_obj"] = timed_s * 1e9 / (iters * static_cast<double>(n));
   // The median iteration: on a shared 2-vCPU VM a grace period now and then waits a whole
   // scheduler slice for a reader preempted inside its read-side section; the mean carries those.
-  if (!per_iteration.empty()) {
-    auto mid = per_iteration.begin() + static_cast<std::ptrdiff_t>(per_iteration.size() / 2);
-    std::nth_element(per_iteration.begin(), mid, per_iteration.end());
-    st.counters["ns_per_obj_median"] = *mid * 1e9 / static_cast<double>(n);
-  }
+  if (!per_iteration.empty()) st.counters["ns_per_obj_median"] = median_of(per_iteration) * 1e9 / static_cast<double>(n);
   st.counters["gps_per_batch"] = gps_known ? gps / iters : -1.0;
   st.counters["N"] = static_cast<double>(n);
   st.counters["readers"] = readers;

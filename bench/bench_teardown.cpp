@@ -185,20 +185,15 @@ void bm_paired_floor(benchmark::State& st, std::size_t n, int readers) {
       st.SetIterationTime(real_s.back());
     }
   }
-  auto median = [](std::vector<double> v) {
-    auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-    std::nth_element(v.begin(), mid, v.end());
-    return *mid;
-  };
   auto mean = [](const std::vector<double>& v) {
     double sum = 0;
     for (double x : v) sum += x;
     return sum / static_cast<double>(v.size());
   };
   const double per_obj = 1e9 / static_cast<double>(n);
-  st.counters["rollback_ns_per_obj_median"] = median(real_s) * per_obj;
-  st.counters["floor_ns_per_obj_median"] = median(floor_s) * per_obj;
-  st.counters["ratio_median"] = median(real_s) / median(floor_s);
+  st.counters["rollback_ns_per_obj_median"] = median_of(real_s) * per_obj;
+  st.counters["floor_ns_per_obj_median"] = median_of(floor_s) * per_obj;
+  st.counters["ratio_median"] = median_of(real_s) / median_of(floor_s);
   st.counters["ratio_mean"] = mean(real_s) / mean(floor_s);
   st.counters["N"] = static_cast<double>(n);
   st.counters["readers"] = readers;
@@ -274,15 +269,10 @@ void bm_goal_interleaved(benchmark::State& st, std::size_t n, int readers) {
 #endif
     st.SetIterationTime(seconds_since(t0));
   }
-  auto median = [](std::vector<double> v) {
-    auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-    std::nth_element(v.begin(), mid, v.end());
-    return *mid;
-  };
   double med[kCount] = {};
   for (int m = 0; m < kCount; ++m) {
     if (samples[m].empty()) continue;
-    med[m] = median(samples[m]) * 1e9 / static_cast<double>(n);
+    med[m] = median_of(samples[m]) * 1e9 / static_cast<double>(n);
     st.counters[std::string(names[m]) + "_ns_per_obj"] = med[m];
     st.counters[std::string(names[m]) + "_samples"] = static_cast<double>(samples[m].size());
   }
@@ -338,7 +328,7 @@ template <class Flavor>
 void bm_lock_hold(benchmark::State& st, bool unlock_during_waits, std::size_t n, int readers) {
   rcubatch::grace_domain<Flavor> domain;
   std::mutex writer_mutex;
-  double hold_ns = 0, elapsed_ns = 0, gps = 0;
+  double hold_ns = 0, elapsed_ns = 0;
   run_teardown_case<urcu_protocol<Flavor>>(st, n, readers, [&](registry& reg, std::vector<bench_object*>& objs) {
     writer_mutex.lock();
     rcubatch::unreg_queue<bench_object> q;
@@ -350,8 +340,7 @@ void bm_lock_hold(benchmark::State& st, bool unlock_during_waits, std::size_t n,
     writer_mutex.unlock();
     hold_ns += static_cast<double>(s.lock_hold.count());
     elapsed_ns += static_cast<double>(s.elapsed.count());
-    gps += s.grace_periods;
-    return static_cast<double>(s.grace_periods);
+    return static_cast<double>(s.grace_periods);  // run_teardown_case reports gps_per_batch
   }, &mark_all_registered);
   const double it = static_cast<double>(st.iterations());
   st.counters["lock_hold_us"] = hold_ns / it / 1e3;
