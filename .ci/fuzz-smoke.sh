@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzz smoke for CI (separate from .ci/run): builds tests/fuzz/netsim_fuzz with clang, libFuzzer,
+# Fuzz smoke, the last stage of .ci/run: builds tests/fuzz/netsim_fuzz with clang, libFuzzer,
 # ASan and UBSan over the whole tree (so the registry code is coverage-instrumented too), replays
 # the regression inputs, then fuzzes for FUZZ_SECONDS (default 60) from the seed scripts.
 #   .ci/fuzz-smoke.sh            # CI: 60 s

@@ -36,7 +36,7 @@ while [[ $# -gt 0 ]]; do
     --no-build) do_build=0 ;;
     --no-plot) do_plot=0 ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) echo "$0: unknown argument '$1'" >&2; exit 2 ;;
   esac
   shift

@@ -1,5 +1,5 @@
 # Packaging tests, in the style of fmt's find-package-test and add-subdirectory-test.
-# include() this from tests/CMakeLists.txt; it registers three ctest tests:
+# include() this from tests/CMakeLists.txt; it registers four ctest tests:
 #
 #   packaging.install          cmake --install <build> --prefix <build>/packaging-prefix
 #   packaging.find_package     builds and runs tests/find-package against that prefix

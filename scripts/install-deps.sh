@@ -12,7 +12,7 @@ packages=(
   liburcu-dev libboost-dev
   libgtest-dev libgmock-dev libbenchmark-dev
 )
-bench_peer_packages=(libcds-dev libdpdk-dev python3-matplotlib gnuplot-nox)
+bench_peer_packages=(libcds-dev libdpdk-dev python3-matplotlib)
 
 usage() {
   echo "usage: $0 [--bench-peers]" >&2

@@ -165,7 +165,7 @@ result hand_written_floor(registry& reg, rcubatch::grace_domain<Flavor>& domain)
 /// Median, min and max of one way's runs.
 struct summary {
   double median = 0, min = 0, max = 0;
-  std::uint64_t grace_periods = 0;  // of the last run (every run must use the same)
+  std::uint64_t grace_periods = 0;  // of one run: the batch check below holds every run to 2
 
   static summary of(std::vector<result> runs) {
     std::sort(runs.begin(), runs.end(), [](const result& a, const result& b) { return a.seconds < b.seconds; });
