@@ -14,3 +14,7 @@ rcubatch_add_compile_fail_test(throwing_notify compile_fail/throwing_notify.cpp
   "Policy::notify runs after the point of no return and must be noexcept")
 rcubatch_add_compile_fail_test(throwing_destroy compile_fail/throwing_destroy.cpp
   "Policy::destroy runs after the point of no return and must be noexcept")
+rcubatch_add_compile_fail_test(throwing_uninit compile_fail/throwing_uninit.cpp
+  "Policy::uninit runs after the point of no return and must be noexcept")
+rcubatch_add_compile_fail_test(throwing_close_many compile_fail/throwing_close_many.cpp
+  "Policy::close_many runs after the point of no return and must be noexcept")

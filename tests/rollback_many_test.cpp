@@ -80,6 +80,7 @@ TEST_F(rollback_many_counting, a_three_level_cascade_still_costs_at_most_two_gra
   const batch_stats s = rollback_many(q, recording_policy{nullptr, false, &destroyed}, domain);
   EXPECT_LE(s.grace_periods, 2u);
   EXPECT_EQ(s.grace_periods, 2u) << "dependents are unlisted after GP #1, so GP #2 is required";
+  EXPECT_EQ(fake::synchronizes(), 2u) << "counted by the flavor, not only by the batch's stats";
   EXPECT_EQ(s.rounds, 3u);
   EXPECT_EQ(s.dependents_added, 110u);
   EXPECT_EQ(s.objects, 111u);
