@@ -211,6 +211,8 @@ class run {
       readers.stop();
       lookups_ = readers.lookups();
       hits_ = readers.hits();
+      // The readers' use-after-free checks prove something only if they found devices.
+      if (o_.readers > 0 && hits_ == 0) VIOLATION("readers never found a device (%" PRIu64 " lookups)", lookups_);
       check_end();
       total_gps_ = reg.domain().stats().grace_periods;  // batches + dev_deactivate GPs of link_set down
       reg_ = nullptr;
