@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace rcubatch {
 namespace {
@@ -63,6 +64,45 @@ TEST(misuse_death, fatal_misuse_aborts_under_every_policy) {
         },
         "gone while linked.*fatal under every misuse policy");
   }
+}
+
+TEST(misuse, a_reporter_with_state_is_called_with_its_context) {
+  std::vector<std::string> seen;
+  auto into_seen = [&seen](misuse_kind k, std::string_view m) noexcept {
+    seen.push_back(std::string(to_string(k)) + ":" + std::string(m));
+  };
+  {
+    scoped_misuse_policy p(misuse_policy::report, into_seen);
+    detail::diagnose(misuse_kind::queued_too_late, "late");
+    detail::diagnose_noexcept(misuse_kind::foreign_cookie, "foreign");
+  }
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0], "queued_too_late:late");
+  EXPECT_EQ(seen[1], "foreign_cookie:foreign");
+  // The scope restored the previous (stderr) reporter: this report must not reach `seen`.
+  scoped_misuse_policy p(misuse_policy::report);
+  detail::diagnose(misuse_kind::ref_underflow, "after the scope");
+  EXPECT_EQ(seen.size(), 2u);
+}
+
+TEST(misuse, the_scoped_policy_restores_a_plain_reporter_after_a_callable_one) {
+  scoped_misuse_policy outer(misuse_policy::report, &capture);
+  {
+    auto ignore = [](misuse_kind, std::string_view) noexcept {};
+    scoped_misuse_policy inner(misuse_policy::report, ignore);
+  }
+  g_last.clear();
+  detail::diagnose(misuse_kind::ref_underflow, "back to capture");
+  EXPECT_EQ(g_last, "back to capture");
+}
+
+TEST(misuse, messages_are_cut_at_a_fixed_capacity_instead_of_allocating) {
+  detail::diag_text t("object ");
+  t += 42;
+  t += std::string(2 * detail::diag_text::kCapacity, 'x');
+  EXPECT_TRUE(t.cut());
+  EXPECT_EQ(t.view().size(), detail::diag_text::kCapacity);
+  EXPECT_EQ(t.view().substr(0, 9), "object 42");
 }
 
 TEST(misuse, every_kind_has_a_name) {
