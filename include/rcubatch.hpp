@@ -8,6 +8,7 @@
 #include "rcubatch/annotate.hpp"
 #include "rcubatch/grace_domain.hpp"
 #include "rcubatch/ref_count.hpp"
+#include "rcubatch/retire_node.hpp"
 #include "rcubatch/registrable.hpp"
 #include "rcubatch/unreg_queue.hpp"
 #include "rcubatch/batch_stats.hpp"

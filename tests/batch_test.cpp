@@ -29,10 +29,11 @@ class batch_test : public ::testing::Test {
   std::vector<std::string> log;
 };
 
-TEST_F(batch_test, retired_sub_objects_are_freed_after_the_last_grace_period_and_the_objects) {
+TEST_F(batch_test, retired_sub_objects_are_freed_right_after_the_last_grace_period_before_the_objects) {
   fake::on_synchronize = []() noexcept { g_log->push_back("GP"); };
   struct policy : recording_policy {
-    bool uninit(node& n, batch<node, fake>& b) noexcept {
+    static constexpr bool publishes_nothing() { return true; }
+    bool uninit(node& n, batch& b) noexcept {
       record("uninit:" + std::to_string(n.id));
       b.retire(new sub_object{log, n.id}, [](sub_object* s) noexcept {
         s->log->push_back("free-sub:" + std::to_string(s->id));
@@ -48,7 +49,7 @@ TEST_F(batch_test, retired_sub_objects_are_freed_after_the_last_grace_period_and
   EXPECT_EQ(s.retired, 2u);
   EXPECT_EQ(s.grace_periods, 2u);
   const std::vector<std::string> tail(log.end() - 6, log.end());
-  const std::vector<std::string> expected{"uninit:0", "GP", "destroy:1", "destroy:0", "free-sub:1", "free-sub:0"};
+  const std::vector<std::string> expected{"uninit:0", "GP", "free-sub:1", "free-sub:0", "destroy:1", "destroy:0"};
   EXPECT_EQ(tail, expected);
 }
 
@@ -64,7 +65,8 @@ struct intrusive_sub : retire_node {
 
 TEST_F(batch_test, an_intrusive_retire_node_is_disposed_without_allocation) {
   struct policy {
-    void uninit(node&, batch<node, fake>& b) noexcept { b.retire(*new intrusive_sub); }
+    static constexpr bool publishes_nothing() { return true; }
+    void uninit(node&, batch& b) noexcept { b.retire(*new intrusive_sub); }
   };
   intrusive_sub::disposed = 0;
   unreg_queue<node> q;
@@ -76,7 +78,8 @@ TEST_F(batch_test, an_intrusive_retire_node_is_disposed_without_allocation) {
 
 TEST_F(batch_test, note_unlinked_requires_the_second_grace_period) {
   struct policy {
-    bool uninit(node&, batch<node, fake>& b) noexcept {
+    static constexpr bool publishes_nothing() { return true; }
+    bool uninit(node&, batch& b) noexcept {
       b.note_unlinked();
       return false;
     }
@@ -86,15 +89,14 @@ TEST_F(batch_test, note_unlinked_requires_the_second_grace_period) {
   EXPECT_EQ(rollback_many(q, policy{}, domain).grace_periods, 2u);
 }
 
-TEST_F(batch_test, knows_its_objects_and_hands_out_its_domain) {
+TEST_F(batch_test, knows_its_objects) {
   struct policy {
+    static constexpr bool publishes_nothing() { return true; }
     std::size_t seen_size = 0;
     bool contained = false;
-    grace_domain<fake>* d = nullptr;
-    void batch_notify(batch<node, fake>& b) noexcept {
+    void batch_notify(batch& b) noexcept {
       seen_size = b.size();
-      contained = b.contains(*b.begin());
-      d = &b.domain();
+      contained = b.contains(*b.objects_of<node>().begin());
     }
   } p;
   unreg_queue<node> q;
@@ -102,21 +104,23 @@ TEST_F(batch_test, knows_its_objects_and_hands_out_its_domain) {
   rollback_many(q, p, domain);
   EXPECT_EQ(p.seen_size, 4u);
   EXPECT_TRUE(p.contained);
-  EXPECT_EQ(p.d, &domain);
 }
 
 TEST_F(batch_test, a_dependent_queued_after_notify_is_refused_and_stays_registered) {
   scoped_misuse_policy report(misuse_policy::report, [](misuse_kind, std::string_view) noexcept {});
   auto late = make_registered(1, 50);
   struct policy {
+    static constexpr bool publishes_nothing() { return true; }
     node* late;
     bool accepted = true;
-    void uninit(node&, batch<node, fake>& b) noexcept { accepted = b.queue(*late); }
+    void uninit(node&, batch& b) noexcept { accepted = b.queue(*late); }
   } p{late[0]};
+  const unsigned long before = misuse_count(misuse_kind::queued_too_late);
   unreg_queue<node> q;
   for (node* n : make_registered(1)) q.push(*n);
   rollback_many(q, p, domain);
   EXPECT_FALSE(p.accepted);
+  EXPECT_EQ(misuse_count(misuse_kind::queued_too_late), before + 1) << "its own kind, not a double unregister";
   EXPECT_EQ(late[0]->state(), reg_state::registered);
   unregister_one(*late[0], recording_policy{}, domain);
 }

@@ -26,8 +26,9 @@ TEST(dismantle, every_sub_component_wait_is_elided_and_counted_during_a_batch) {
   fake::reset();
   grace_domain<fake> domain;
   struct macvlan_like_policy {
+    static constexpr bool publishes_nothing() { return true; }
     grace_domain<fake>* d;
-    bool uninit(node& n, batch<node, fake>& b) noexcept {
+    bool uninit(node& n, batch& b) noexcept {
       // unlink the MAC from the port's RCU hash here, then:
       b.note_unlinked();
       synchronize_unless_dismantling(n, *d);  // no wait: the batch's GP #2 covers it

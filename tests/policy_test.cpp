@@ -11,23 +11,38 @@ namespace {
 
 struct tag;
 using fake = counting_flavor<tag>;
-using hooks_of = detail::policy_hooks<recording_policy, node, fake>;
+using hooks_of = detail::policy_hooks<recording_policy, node>;
 
 struct only_destroy {
+  static constexpr bool publishes_nothing() { return true; }
   void destroy(node* n) noexcept { delete n; }
 };
 struct one_arg_hooks {
+  static constexpr bool publishes_nothing() { return true; }
   int notified = 0, uninited = 0;
   void notify(node&) noexcept { ++notified; }
   void uninit(node&) noexcept { ++uninited; }
 };
 
-static_assert(detail::has_unlist<recording_policy, node>);
-static_assert(detail::has_notify_b<recording_policy, node, batch<node, fake>>);
-static_assert(!detail::has_validate<recording_policy, node>);
-static_assert(detail::has_name<recording_policy, node>);
-static_assert(!detail::has_unlist<only_destroy, node>);
-static_assert(detail::has_notify<one_arg_hooks, node>);
+// Hooks are found by name whatever their shape; the call forms decide which overload runs.
+static_assert(hooks_of::has_unlist && hooks_of::unlist_ok);
+static_assert(hooks_of::has_notify && hooks_of::notify_b_ok);
+static_assert(!hooks_of::has_validate);
+static_assert(hooks_of::has_name);
+static_assert(!detail::policy_hooks<only_destroy, node>::has_unlist);
+static_assert(detail::policy_hooks<one_arg_hooks, node>::notify_ok);
+// A hook template (taking the batch as a template parameter) is found by name too.
+struct template_hooks {
+  void unlist(node&) noexcept {}
+  template <class B>
+  void notify(node&, B&) noexcept {}
+};
+static_assert(detail::policy_hooks<template_hooks, node>::has_notify);
+// A const policy whose hooks are const is accepted, and its hooks are called.
+struct const_hooks {
+  void unlist(node&) const noexcept {}
+};
+static_assert(detail::policy_hooks<const const_hooks, node>::check());
 
 TEST(policy, hooks_may_take_the_batch_or_not) {
   fake::reset();
@@ -53,6 +68,7 @@ TEST(policy, one_uninit_returning_true_is_enough_to_need_it) {
   fake::reset();
   grace_domain<fake> domain;
   struct picky {
+    static constexpr bool publishes_nothing() { return true; }
     bool uninit(node& n) noexcept { return n.id == 3; }
   };
   unreg_queue<node> q;
@@ -62,7 +78,7 @@ TEST(policy, one_uninit_returning_true_is_enough_to_need_it) {
 
 TEST(policy, objects_without_a_name_hook_are_reported_as_unnamed) {
   only_destroy p;
-  detail::policy_hooks<only_destroy, node, fake> hooks{p};
+  detail::policy_hooks<only_destroy, node> hooks{p};
   node n(1);
   EXPECT_EQ(hooks.name(n), "<unnamed object>");
   recording_policy r;

@@ -32,6 +32,7 @@ struct destroy_order {
 };
 
 struct ordering_policy {
+  static constexpr bool publishes_nothing() { return true; }
   destroy_order* order;
   void destroy(node* n) noexcept {
     order->add(n->id);
@@ -94,6 +95,7 @@ TEST(ref_drain, the_rebroadcast_hook_lets_holders_release) {
   fake::reset();
   grace_domain<fake> domain;
   struct cache_policy {
+    static constexpr bool publishes_nothing() { return true; }
     int rebroadcasts = 0;
     void rebroadcast(node& n) noexcept {
       ++rebroadcasts;

@@ -57,7 +57,9 @@ TEST_F(rollback_many_counting, costs_one_grace_period_when_nothing_is_unlinked_a
 }
 
 TEST_F(rollback_many_counting, a_policy_without_hooks_costs_one_grace_period_and_deletes) {
-  struct empty_policy {};
+  struct empty_policy {
+    static constexpr bool publishes_nothing() { return true; }
+  };
   unreg_queue<node> q;
   for (node* p : make_registered(3)) q.push(*p);
   const batch_stats s = rollback_many(q, empty_policy{}, domain);
@@ -154,6 +156,7 @@ TEST_F(rollback_many_counting, moves_each_object_through_every_state_once) {
 
 TEST_F(rollback_many_counting, can_leave_the_dismantle_flag_off_to_reproduce_older_registries) {
   struct policy {
+    static constexpr bool publishes_nothing() { return true; }
     bool saw_dismantle = false;
     void notify(node& n) noexcept { saw_dismantle |= n.dismantling(); }
   } p;

@@ -87,10 +87,10 @@ TEST(unreg_queue, remove_and_clear_unqueue_without_unregistering) {
   q.push(b);
   q.remove(a);
   EXPECT_FALSE(q.contains(a));
-  EXPECT_FALSE(a.is_linked());
+  EXPECT_FALSE(detail::registrable_access::is_linked(a));
   q.clear();
   EXPECT_TRUE(q.empty());
-  EXPECT_FALSE(b.is_linked());
+  EXPECT_FALSE(detail::registrable_access::is_linked(b));
   EXPECT_EQ(b.state(), reg_state::registered);
 }
 
@@ -101,7 +101,7 @@ TEST(unreg_queue, its_destructor_unqueues_what_it_still_holds) {
     unreg_queue<item> q;
     q.push(a);
   }
-  EXPECT_FALSE(a.is_linked());
+  EXPECT_FALSE(detail::registrable_access::is_linked(a));
   unreg_queue<item> again;
   EXPECT_TRUE(again.push(a)) << "free to join another queue";
 }

@@ -1,55 +1,57 @@
 // rcubatch/batch.hpp — the running rollback_many, as the policy's hooks see it.
 //
-//   void notify(device& d, rcubatch::batch<device>& b) noexcept {
-//     for (device& vlan : vlans_on(d)) b.queue(vlan);       // dependents join this batch
+//   void notify(session& s, rcubatch::batch& b) noexcept {
+//     for (stream& st : s.streams) b.queue(st);             // dependents of any type in the batch
 //   }
-//   void uninit(device& d, rcubatch::batch<device>& b) noexcept {
-//     for (route* r : d.routes) { fib.unlink(r); b.retire(r); }   // freed after GP #2
+//   void uninit(session& s, rcubatch::batch& b) noexcept {
+//     for (route* r : s.routes) { fib.unlink(r); b.retire(r); }   // freed after GP #2
 //   }
 //
-// A batch is created by rollback_many and lives on its stack; hooks get it by reference.
-// queue() takes more objects into the running batch (the cascade: vlans of a dying lower device),
-// retire() hands over sub-objects that readers may still reach (freed after the batch's last grace
-// period, after the objects are destroyed), note_unlinked() says a hook unlinked something readers
-// can reach without retiring anything (so the second grace period is needed).
+// A batch is created by rollback_many and lives on its stack; hooks get it by reference. It is
+// one type whatever the flavor and the object types, so hooks can be ordinary functions defined
+// in a .cpp file. A batch has one lane per object type (rollback_many(domain, lane(q, policy),
+// ...)); each lane runs its own policy's hooks.
 //
-// Thread safety: only the thread running rollback_many touches the batch.
-// Complexity: queue, retire and note_unlinked are O(1); retire(U*) allocates one small node
-// (retire(retire_node&) allocates none).
+//   queue(dep)          takes a dependent into the running batch (the cascade: streams of a dying
+//                       session). Its type must have a lane in the batch. The object whose notify
+//                       queued it is its parent: the parent is destroyed only after it (the
+//                       dependent holds a reference on the parent until its own destroy returns).
+//   retire(p [, d])     hands over a sub-object readers may still reach: disposed right after the
+//                       batch's last grace period, before the objects are destroyed, without
+//                       waiting for any holder.
+//   retire_with(owner, p [, d])
+//                       the same, but disposed right after `owner` (an object of this batch) is
+//                       destroyed: for sub-objects that holders of the owner may still use.
+//   note_unlinked()     a hook unlinked something readers can reach and frees it another way: the
+//                       second grace period is needed.
+//
+// Thread safety: only the thread running rollback_many touches the batch (hooks run there).
+// Complexity: queue, retire and note_unlinked are O(1) (queue: O(lanes) to find the lane);
+// retire(U*) allocates one small node (retire(retire_node&) allocates none).
 #pragma once
 
 #include <cstddef>
 #include <memory>
 #include <new>
+#include <type_traits>
 #include <utility>
 
-#include <boost/intrusive/slist.hpp>
-
 #include "rcubatch/batch_stats.hpp"
-#include "rcubatch/grace_domain.hpp"
+#include "rcubatch/retire_node.hpp"
 #include "rcubatch/unreg_queue.hpp"
 
 namespace rcubatch {
 
-/// A sub-object retired into a batch without allocation: derive from it, set dispose.
-struct retire_node : boost::intrusive::slist_base_hook<boost::intrusive::link_mode<boost::intrusive::normal_link>> {
-  void (*dispose)(retire_node*) noexcept = nullptr;
-};
-
-/// What close_many receives: the objects that joined the batch in this round, in join order.
-/// (A plain subrange would do, but Boost.Intrusive's iterators do not declare their copies
-/// noexcept, and hooks taking the range by value must be checkable as noexcept.)
+/// What close_many receives: the objects of one lane that joined the batch in this round, in
+/// join order. (Boost.Intrusive's iterators do not declare their copies noexcept, and hooks taking
+/// the range by value must be checkable as noexcept, hence this small type.)
 template <class T>
 class object_range {
  public:
-  using iterator = typename detail::unreg_list<T>::iterator;
+  using iterator = detail::typed_iterator<T, detail::registrable_list::iterator>;
   object_range(iterator first, iterator last) noexcept : first_(first), last_(last) {}
-  object_range(const object_range& other) noexcept : first_(other.first_), last_(other.last_) {}
-  object_range& operator=(const object_range& other) noexcept {
-    first_ = other.first_;
-    last_ = other.last_;
-    return *this;
-  }
+  object_range(const object_range& other) noexcept = default;
+  object_range& operator=(const object_range& other) noexcept = default;
   iterator begin() const noexcept { return first_; }
   iterator end() const noexcept { return last_; }
   bool empty() const noexcept { return first_ == last_; }
@@ -59,17 +61,55 @@ class object_range {
   iterator last_;
 };
 
+class batch;
+
 namespace detail {
 struct batch_access;
 
-/// The non-template part that dismantle.hpp reaches through an object's batch pointer.
-class batch_base {
+/// One identity per registrable type: how batch::queue finds the lane of an object's type.
+template <class T>
+inline constexpr char lane_key = 0;
+
+/// The objects of one type in a running batch, and what the drain needs of their policy. The
+/// phases themselves are templates over the lane's policy (rollback_many.hpp), so a pass over a
+/// lane calls the hooks directly: the one virtual call is per held object, in the drain.
+class lane_base {
  public:
-  void note_dismantle_elision() noexcept { ++stats_.dismantle_elided; }
-  const batch_stats& stats() const noexcept { return stats_; }
+  lane_base(const void* key, batch& owner) noexcept : key_(key), batch_(&owner) {}
+  lane_base(const lane_base&) = delete;
+  lane_base& operator=(const lane_base&) = delete;
+
+  const void* key() const noexcept { return key_; }
+  batch& owner_batch() const noexcept { return *batch_; }
+  registrable_list& objects() noexcept { return objects_; }
+  std::size_t size() const noexcept { return objects_.size(); }
+
+  /// Takes `r` into this lane: it is in no queue and registered.
+  void adopt(registrable_base& r, bool dismantle) noexcept {
+    objects_.push_back(r);
+    registrable_access::owner(r) = this;
+    registrable_access::lane(r).store(this, std::memory_order_relaxed);
+    registrable_access::set_dismantle(r, dismantle);
+  }
+
+  /// Destroys one object whose references drained (the drain's slow path).
+  virtual void release_held(registrable_base& r) noexcept = 0;
+  /// The policy's rebroadcast and the stall line, for an object still held.
+  virtual void rebroadcast(registrable_base& r) noexcept = 0;
+  virtual bool has_rebroadcast() const noexcept = 0;
+  virtual void report_stall(const registrable_base& r, std::size_t& reports) noexcept = 0;
+
+  // Round bookkeeping (rollback_many.hpp): how many objects have been unlisted / notified.
+  std::size_t unlisted = 0;
+  std::size_t notified = 0;
 
  protected:
-  batch_stats stats_;
+  ~lane_base() = default;
+
+ private:
+  const void* key_;
+  batch* batch_;
+  registrable_list objects_;  // every object of this lane, in the order they joined
 };
 
 template <class U, class Disposer>
@@ -86,121 +126,212 @@ struct boxed_retiree final : retire_node {
 };
 }  // namespace detail
 
-template <class T, class Flavor>
-class batch : public detail::batch_base {
+class batch {
   using access = detail::registrable_access;
-  using list_type = detail::unreg_list<T>;
 
  public:
-  using object_type = T;
-  using flavor_type = Flavor;
-  using iterator = typename list_type::iterator;
-
   batch(const batch&) = delete;
   batch& operator=(const batch&) = delete;
 
-  /// Takes `dependent` into this batch: it is closed, unlisted, notified, uninited and destroyed
-  /// with the others, at no extra grace period. Already in this batch: no effect, returns true.
-  /// Not registered: diagnosed (noexcept context: reported, never thrown), returns false.
-  bool queue(T& dependent) noexcept {
-    registrable<T>& r = dependent;
-    if (access::owner(r) == this) return true;
+  /// Effects: takes `dependent` into this batch, in the lane of its registrable type: it is
+  /// closed, unlisted, notified, uninited and destroyed with the others, at no extra grace period.
+  /// Called from notify(obj, b), it records obj as the dependent's parent: obj is destroyed only
+  /// after the dependent (however long the dependent is held).
+  /// Returns true when the dependent is (or already was) going away: already in this batch (no
+  /// effect), or already in another running batch — a legal race when writers release the lock
+  /// during waits; the parent then waits for it the same way, unless it already has a parent.
+  /// Misuse (reported, never thrown: hooks are noexcept), returns false and leaves it out:
+  /// queued after the notify phase (queued_too_late), not registered (not_registered), already
+  /// gone (already_unregistering), or its type has no lane in this batch (not_in_batch).
+  /// Complexity: O(number of lanes).
+  template <class U>
+  bool queue(U& dependent) noexcept {
+    using X = registrable_type_t<U>;
+    detail::registrable_base& r = static_cast<registrable<X>&>(static_cast<X&>(dependent));
+    detail::lane_base* in = access::lane(r).load(std::memory_order_relaxed);
+    if (in != nullptr && is_own_lane(in)) return true;
     if (!accepting_dependents_) {
-      detail::diagnose_noexcept(misuse_kind::already_unregistering,
-                                "batch::queue called after the notify phase (from batch_notify or uninit): "
-                                "dependents must be queued from notify; it is left out of this batch");
+      detail::diagnose_noexcept(misuse_kind::queued_too_late,
+                                "batch::queue called after the notify phase (from batch_notify, uninit or "
+                                "destroy): dependents must be queued from notify; it is left out of this batch");
       return false;
     }
-    if (r.state() != reg_state::registered || access::batch(r) != nullptr) {
-      detail::diagnose_noexcept(
-          r.state() == reg_state::uninitialized ? misuse_kind::not_registered : misuse_kind::already_unregistering,
-          std::string("batch::queue: dependent is ") + std::string(to_string(r.state())) +
-              (access::batch(r) ? " and in another running batch" : "") + "; it is left out of this batch");
+    if (in != nullptr) {  // in another running batch: it is already going
+      record_parent(r);
+      return true;
+    }
+    if (r.state() != reg_state::registered) {
+      detail::diag_text msg("batch::queue: dependent is ");
+      msg += to_string(r.state());
+      msg += "; it is left out of this batch";
+      detail::diagnose_noexcept(r.state() == reg_state::uninitialized ? misuse_kind::not_registered
+                                                                      : misuse_kind::already_unregistering,
+                                msg.view());
       return false;
     }
-    if (access::owner(r) != nullptr) detach_from_queue(dependent);
-    adopt(dependent);
+    detail::lane_base* lane = find_lane(&detail::lane_key<X>);
+    if (lane == nullptr) {
+      detail::diagnose_noexcept(misuse_kind::not_in_batch,
+                                "batch::queue: the dependent's type has no lane in this batch (pass "
+                                "rcubatch::lane(queue, policy) for it to rollback_many); it is left out");
+      return false;
+    }
+    if (access::owner(r) != nullptr) detail::queue_access::remove_from_owner<X>(r);
+    lane->adopt(r, mark_dismantle_);
+    record_parent(r);
     ++stats_.dependents_added;
     return true;
   }
 
-  /// Frees `p` with `d` after the batch's last grace period. Requires: `p` is already unlinked from
-  /// everything readers can reach. If the small node cannot be allocated, runs one grace period
-  /// inline and frees `p` at once (counted in stats().retire_fallback_gps) — slower, never unsafe.
+  /// Effects: disposes `p` with `d` right after the batch's last grace period, before the
+  /// objects are destroyed, without waiting for holders.
+  /// Requires: `p` is already unlinked from everything readers can reach, and nothing a holder
+  /// of a batch object may still use (else retire_with).
+  /// If the small node cannot be allocated, runs one grace period inline and disposes `p` at
+  /// once (counted in stats().retire_fallback_gps): slower, never unsafe.
   template <class U, class Disposer = std::default_delete<U>>
   void retire(U* p, Disposer d = Disposer{}) noexcept {
     if (p == nullptr) return;
-    auto* box = new (std::nothrow) detail::boxed_retiree<U, Disposer>(p, d);
-    if (box == nullptr) {
-      domain_.synchronize();
-      ++stats_.retire_fallback_gps;
-      ++stats_.grace_periods;
-      d(p);
+    if (auto* box = box_or_dispose(p, d)) retire(*box);
+  }
+
+  /// Allocation-free retire. Misuse: a node already retired is reported (retired_twice) and
+  /// left where it is.
+  void retire(retire_node& node) noexcept {
+    if (!accept_retiree(node)) return;
+    retired_.push_back(node);
+  }
+
+  /// Effects: disposes `p` right after `owner` is destroyed (after its destroy hook returns, so
+  /// after every holder of `owner` let go). Requires: `owner` is an object of this batch
+  /// (diagnosed: not_in_batch, and then disposed with the untied retirees' safety net: after
+  /// every object of the batch is destroyed).
+  template <class Owner, class U, class Disposer = std::default_delete<U>>
+  void retire_with(Owner& owner, U* p, Disposer d = Disposer{}) noexcept {
+    if (p == nullptr) return;
+    if (auto* box = box_or_dispose(p, d)) retire_with(owner, *box);
+  }
+
+  /// Allocation-free retire_with.
+  template <class Owner>
+  void retire_with(Owner& owner, retire_node& node) noexcept {
+    using X = registrable_type_t<Owner>;
+    detail::registrable_base& r = static_cast<registrable<X>&>(static_cast<X&>(owner));
+    if (!accept_retiree(node)) return;
+    if (!is_own_lane(access::lane(r).load(std::memory_order_relaxed))) {
+      detail::diagnose_noexcept(misuse_kind::not_in_batch,
+                                "batch::retire_with: the owner is not an object of this batch; the sub-object "
+                                "is disposed after every object of the batch is destroyed");
+      late_.push_front(node);
       return;
     }
-    retire(*box);
+    access::tied(r).push_front(node);
   }
 
-  /// Allocation-free retire: `node.dispose(&node)` runs after the batch's last grace period and
-  /// after every object is destroyed, in retire order.
-  void retire(retire_node& node) noexcept {
-    retired_.push_back(node);
-    ++stats_.retired;
-    unlinked_after_gp1_ = true;
+  /// Effects: a hook unlinked something readers can reach (and frees it some other way): when
+  /// called after the first grace period, the second one is needed and will run.
+  void note_unlinked() noexcept {
+    if (past_gp1_) unlinked_after_gp1_ = true;
   }
 
-  /// A hook unlinked something readers can reach (and frees it some other way): GP #2 is needed.
-  void note_unlinked() noexcept { unlinked_after_gp1_ = true; }
-
-  bool contains(const T& obj) const noexcept {
-    return access::owner(const_cast<registrable<T>&>(static_cast<const registrable<T>&>(obj))) == this;
+  /// Effects: records a grace period a sub-component skipped because the batch covers it
+  /// (synchronize_unless_dismantling). After the first grace period this requires the second.
+  void note_dismantle_elision() noexcept {
+    ++stats_.dismantle_elided;
+    note_unlinked();
   }
-  std::size_t size() const noexcept { return objects_.size(); }
-  iterator begin() noexcept { return objects_.begin(); }
-  iterator end() noexcept { return objects_.end(); }
-  grace_domain<Flavor>& domain() noexcept { return domain_; }
+
+  /// True if `obj` is an object of this batch (any lane).
+  template <class U>
+  bool contains(const U& obj) const noexcept {
+    using X = registrable_type_t<U>;
+    const detail::registrable_base& r = static_cast<const registrable<X>&>(static_cast<const X&>(obj));
+    return is_own_lane(access::lane(r).load(std::memory_order_relaxed));
+  }
+
+  /// The objects of type U in this batch, in join order (empty if U has no lane).
+  template <class U>
+  object_range<U> objects_of() noexcept {
+    detail::lane_base* lane = find_lane(&detail::lane_key<U>);
+    if (lane == nullptr) return object_range<U>({}, {});
+    return object_range<U>(typename object_range<U>::iterator(lane->objects().begin()),
+                           typename object_range<U>::iterator(lane->objects().end()));
+  }
+
+  /// Objects in all lanes, dependents included.
+  std::size_t size() const noexcept {
+    std::size_t n = 0;
+    for (std::size_t i = 0; i < lane_count_; ++i) n += lanes_[i]->size();
+    return n;
+  }
+
+  const batch_stats& stats() const noexcept { return stats_; }
 
  private:
   friend struct detail::batch_access;
 
-  explicit batch(grace_domain<Flavor>& d) noexcept : domain_(d) {}
+  batch(detail::lane_base* const* lanes, std::size_t count, void* domain, void (*synchronize)(void*) noexcept,
+        bool mark_dismantle) noexcept
+      : lanes_(lanes), lane_count_(count), domain_(domain), synchronize_(synchronize),
+        mark_dismantle_(mark_dismantle) {}
 
-  void adopt(T& obj) noexcept {
-    registrable<T>& r = obj;
-    objects_.push_back(obj);
-    access::owner(r) = this;
-    access::batch(r) = this;
-    access::set_dismantle(r, mark_dismantle_);
+  bool is_own_lane(const detail::lane_base* l) const noexcept {
+    for (std::size_t i = 0; i < lane_count_; ++i)
+      if (lanes_[i] == l) return true;
+    return false;
+  }
+  detail::lane_base* find_lane(const void* key) const noexcept {
+    for (std::size_t i = 0; i < lane_count_; ++i)
+      if (lanes_[i]->key() == key) return lanes_[i];
+    return nullptr;
   }
 
-  /// Takes every object of `q` in one pass and one O(1) splice.
-  void adopt_all(unreg_queue<T>& q, bool dismantle) noexcept {
-    mark_dismantle_ = dismantle;
-    q.splice_into(objects_, [this](registrable<T>& r) noexcept {
-      access::owner(r) = this;
-      access::batch(r) = this;
-      access::set_dismantle(r, mark_dismantle_);
-    });
+  /// The dependent holds a reference on the object whose notify is running, released when the
+  /// dependent's destroy returns (ref_drain.hpp): that is what orders the two destroys.
+  void record_parent(detail::registrable_base& dep) noexcept {
+    if (current_parent_ == nullptr || current_parent_ == &dep) return;
+    current_parent_->refs().hold();
+    detail::registrable_base* expected = nullptr;
+    if (!access::parent(dep).compare_exchange_strong(expected, current_parent_, std::memory_order_acq_rel)) {
+      current_parent_->refs().put();  // it already has a parent (or was just destroyed): first edge wins
+    }
   }
 
-  void detach_from_queue(T& obj) noexcept {
-    auto* q = static_cast<unreg_queue<T>*>(const_cast<void*>(access::owner(static_cast<registrable<T>&>(obj))));
-    q->remove(obj);
+  bool accept_retiree(retire_node& node) noexcept {
+    if (node.is_linked()) {
+      detail::diagnose_noexcept(misuse_kind::retired_twice,
+                                "batch::retire: this retire_node is already retired; it is disposed once");
+      return false;
+    }
+    ++stats_.retired;
+    // Retired before the first grace period: that one covers it. After: the second is needed.
+    note_unlinked();
+    return true;
   }
 
-  void dispose_retired() noexcept {
-    retired_.clear_and_dispose([](retire_node* n) { n->dispose(n); });
+  template <class U, class Disposer>
+  retire_node* box_or_dispose(U* p, Disposer& d) noexcept {
+    auto* box = new (std::nothrow) detail::boxed_retiree<U, Disposer>(p, std::move(d));
+    if (box != nullptr) return box;
+    synchronize_(domain_);
+    ++stats_.retire_fallback_gps;
+    ++stats_.grace_periods;
+    d(p);
+    return nullptr;
   }
 
-  grace_domain<Flavor>& domain_;
-  list_type objects_;  // every object of the batch, in the order they joined
-  // FIFO: sub-objects are disposed in the order they were retired.
-  boost::intrusive::slist<retire_node, boost::intrusive::cache_last<true>,
-                          boost::intrusive::constant_time_size<false>>
-      retired_;
-  bool unlinked_after_gp1_ = false;
-  bool accepting_dependents_ = true;
-  bool mark_dismantle_ = true;
+  detail::lane_base* const* lanes_;
+  std::size_t lane_count_;
+  void* domain_;                          // the grace_domain, for retire's out-of-memory fallback
+  void (*synchronize_)(void*) noexcept;
+  bool mark_dismantle_;
+  bool accepting_dependents_ = true;      // closed after the notify rounds
+  bool past_gp1_ = false;
+  bool unlinked_after_gp1_ = false;       // something readers could reach was unlinked after GP #1
+  detail::registrable_base* current_parent_ = nullptr;  // the object whose notify is running
+  detail::retire_fifo retired_;           // untied: disposed right after the last grace period
+  detail::retire_chain late_;             // retire_with an owner outside the batch: after the drain
+  batch_stats stats_;
 };
 
 }  // namespace rcubatch

@@ -10,7 +10,10 @@
 //     rcubatch::synchronize_unless_dismantling(m, domain_);   // free wait during a batch
 //   }
 //
-// Each skipped GP is counted in the batch's stats (dismantle_elided) and the domain's.
+// Each skipped GP is counted in the batch's stats (dismantle_elided) and the domain's. The dismantle
+// flag is set for every object of a batch from its start (batch::queue sets it for dependents as
+// they join), so the skip is safe wherever a hook calls it: before grace period #1 that GP covers
+// the unlink; after it (notify, uninit), the elision itself tells the batch that GP #2 is needed.
 #pragma once
 
 #include "rcubatch/batch.hpp"
@@ -19,13 +22,20 @@
 
 namespace rcubatch {
 
-/// Waits for a grace period unless `owner` is being dismantled by a running batch.
-/// Returns true when it waited. Requires: not inside a read-side section (diagnosed).
-template <class T, class Flavor>
-bool synchronize_unless_dismantling(const registrable<T>& owner, grace_domain<Flavor>& domain) {
-  if (owner.dismantling()) {
+/// Effects: waits for a grace period unless `owner` is being dismantled by a running batch; then
+/// records the elision in the batch, which runs its own GP #2 if the elision came after GP #1.
+/// Returns: true when it waited.
+/// Requires: called from the thread running owner's batch (its hooks) when owner is dismantling;
+/// not inside a read-side section (diagnosed).
+/// Blocking: one grace period when owner is not dismantling.
+template <class U, class Flavor>
+bool synchronize_unless_dismantling(const U& owner, grace_domain<Flavor>& domain) {
+  using T = registrable_type_t<U>;
+  const detail::registrable_base& r = static_cast<const registrable<T>&>(static_cast<const T&>(owner));
+  if (r.dismantling()) {
     domain.note_dismantle_elision();
-    if (detail::batch_base* b = detail::registrable_access::batch(owner)) b->note_dismantle_elision();
+    if (detail::lane_base* l = detail::registrable_access::lane(r).load(std::memory_order_relaxed))
+      l->owner_batch().note_dismantle_elision();
     return false;
   }
   domain.synchronize();

@@ -27,7 +27,10 @@ template <class Flavor = default_flavor> class thread_registration;
 template <class Flavor = default_flavor> class grace_domain;
 template <class T> class registrable;
 template <class T> class unreg_queue;
-template <class T, class Flavor = default_flavor> class batch;
+template <class T, class Policy> struct lane_spec;
+template <class Lockable> struct unlock_during_waits;
+template <class T> class object_range;
+class batch;
 
 class ref_count;
 struct retire_node;

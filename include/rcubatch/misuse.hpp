@@ -56,8 +56,10 @@ enum class misuse_kind : unsigned char {
   reader_offline,            ///< qsbr: read section on an offline thread, or offline inside a section
   foreign_cookie,            ///< a grace-period cookie passed to a domain that did not issue it
   not_in_read_section,       ///< an operation that needs a read-side section called outside one
+  retired_twice,             ///< the same retire_node retired while it is already retired
+  not_in_batch,              ///< batch::queue of a type with no lane in the batch; retire_with an owner outside it
 };
-inline constexpr std::size_t kMisuseKinds = 13;
+inline constexpr std::size_t kMisuseKinds = 15;
 
 constexpr std::string_view to_string(misuse_kind k) noexcept {
   constexpr std::array<std::string_view, kMisuseKinds> names{
@@ -65,7 +67,7 @@ constexpr std::string_view to_string(misuse_kind k) noexcept {
       "queued_in_other_queue",    "destroyed_while_linked", "register_twice",
       "ref_underflow",            "hold_after_drain",       "queued_too_late",
       "reader_not_registered",    "reader_offline",         "foreign_cookie",
-      "not_in_read_section"};
+      "not_in_read_section",      "retired_twice",          "not_in_batch"};
   return names[static_cast<std::size_t>(k)];
 }
 

@@ -1,24 +1,42 @@
-// rcubatch/policy.hpp — the registry's teardown hooks: all optional, checked at compile time.
+// rcubatch/policy.hpp — the registry's teardown hooks: optional, found by name, checked by shape.
 //
-// A policy is any type; rollback_many calls the members it has, in this order:
+// A policy is a class; rollback_many calls the hooks it has. This table is the one reference for
+// them (the README links here). "Lock" is the caller's writer lock: held throughout a plain
+// rollback_many; with unlock_during_waits(lock) it is released during the grace periods and the
+// drain, and re-taken for the hooks marked "held".
 //
-//   phase | member                                  | may throw | runs
-//   ------+-----------------------------------------+-----------+------------------------------
-//   0     | validate(T&)                            | yes       | per queued object, before any change
-//   1     | close_many(object_range<T>)             | no        | once per round
-//   2     | unlist(T&)                              | no        | per object; state → unregistering
-//   –     | grace period #1                         |           | once
-//   3     | notify(T&, batch&) / notify(T&)         | no        | per object; may queue dependents
-//   4     | batch_notify(batch&)                    | no        | once
-//   5     | uninit(T&, batch&) / uninit(T&)         | no        | per object, dependents first
-//   –     | grace period #2 (if anything unlinked)  |           | once
-//   6     | rebroadcast(T&), name(const T&)         | no        | ref drain, for objects still held
-//   7     | destroy(T*)  (default: delete)          | no        | per object, as its refs drop
+//  # | hook                                   | runs                          | lock            | may                         | must not
+//  --+----------------------------------------+-------------------------------+-----------------+-----------------------------+------------------------
+//  0 | validate(T&)              may throw    | per queued object, first      | held            | throw: nothing has changed  | change anything
+//  1 | close_many(object_range<T>) noexcept   | once per lane per round       | held            | stop traffic, mark closing  | free, block on a GP
+//  2 | unlist(T&) noexcept  (required*)       | per object; → unregistering   | held            | unlink from RCU indexes     | free, block on a GP
+//  – | grace period #1                        | once                          | released (udw)  |                             |
+//  3 | notify(T&, batch&) / notify(T&)        | per object, round by round    | held            | b.queue(dependent), unlink  | free, block on a GP
+//  4 | batch_notify(batch&) noexcept          | once per lane                 | held            | container-wide unlinks      | queue, free, block
+//  5 | uninit(T&, batch&) / uninit(T&)        | per object, dependents first  | held            | unlink, b.retire*, note_... | queue, free, block
+//    |   returns void or bool (false: "I unlinked nothing readers can reach")
+//  – | grace period #2 (if anything was unlinked after #1: see rollback_many.hpp)
+//  – | untied retirees disposed               | once, right after GP #2       | released (udw)  |                             |
+//  6 | rebroadcast(T&) noexcept, name(const T&)| drain, objects still held     | held (re-taken) | ask holders to let go       | block
+//  7 | destroy(T*) noexcept (default: delete) | per object, as its refs drop; | released (udw)  | free the object             | touch the registry's
+//    |                                        | after its dependents; then    |                 |                             | indexes (lock not held)
+//    |                                        | its retire_with sub-objects   |                 |                             |
 //
-// Everything after validate runs past the point of no return and must be noexcept; a hook with the
-// wrong shape or without noexcept is a compile error whose message says which and why.
-// uninit may return bool: false means "I unlinked nothing readers can reach", so a batch whose
-// hooks all say so (and retire nothing) skips grace period #2. A void uninit counts as true.
+// (udw) = only under unlock_during_waits; otherwise held. destroy runs without the lock under
+// unlock_during_waits on purpose: the object is unreachable, and re-taking the lock per object
+// would serialize every destroy against the other writers (the kernel's netdev_run_todo frees
+// devices after dropping RTNL too). So a destroy hook must not touch shared registry state.
+// * unlist is required: a policy without it must say so with
+//     static constexpr bool publishes_nothing = true;
+//   (in a local class: static constexpr bool publishes_nothing() { return true; })
+//   (a batch that unpublishes nothing would free objects readers can still find).
+//
+// Hooks are found by name, then checked: a member named like a hook that cannot be called as that
+// hook (it takes a derived type or a pointer, it is not const on a const policy, its batch
+// parameter is not rcubatch::batch&) is a compile error naming the hook and its expected shape,
+// never a silently skipped hook. Everything after validate runs past the point of no return and
+// must be noexcept (also a compile error). Without destroy, T must be nothrow destructible, and
+// a polymorphic T needs a virtual destructor (delete through T* otherwise is undefined).
 #pragma once
 
 #include <concepts>
@@ -31,83 +49,202 @@
 
 namespace rcubatch::detail {
 
-template <class P, class T> concept has_validate = requires(P& p, T& t) { p.validate(t); };
-template <class P, class T> concept has_close_many = requires(P& p, object_range<T> r) { p.close_many(r); };
-template <class P, class T> concept has_unlist = requires(P& p, T& t) { p.unlist(t); };
-template <class P, class T, class B> concept has_notify_b = requires(P& p, T& t, B& b) { p.notify(t, b); };
-template <class P, class T> concept has_notify = requires(P& p, T& t) { p.notify(t); };
-template <class P, class B> concept has_batch_notify = requires(P& p, B& b) { p.batch_notify(b); };
-template <class P, class T, class B> concept has_uninit_b = requires(P& p, T& t, B& b) { p.uninit(t, b); };
-template <class P, class T> concept has_uninit = requires(P& p, T& t) { p.uninit(t); };
-template <class P, class T> concept has_destroy = requires(P& p, T* t) { p.destroy(t); };
-template <class P, class T> concept has_rebroadcast = requires(P& p, T& t) { p.rebroadcast(t); };
-template <class P, class T> concept has_name = requires(P& p, const T& t) {
-  { p.name(t) } -> std::convertible_to<std::string_view>;
+/// Converts to any lvalue reference or pointer: probes "is there a callable with this name and
+/// arity" when the name probe below cannot run (a final policy class).
+struct any_arg {
+  template <class U>
+  operator U&() const noexcept;
 };
 
-/// Calls the policy's hooks, or does nothing where a hook is absent. Checks noexcept once.
-template <class Policy, class T, class Flavor>
+// Name probes: Derived inherits the policy and a base that has a member named `hook`; naming
+// Derived::hook is ambiguous exactly when the policy has a member of that name, whatever its
+// signature, template-ness or overloads (the usual "has member named" idiom).
+#define RCUBATCH_DETAIL_NAME_PROBE(hook)                                                        \
+  struct hook##_name_base {                                                                     \
+    void hook();                                                                                \
+  };                                                                                            \
+  template <class P>                                                                            \
+  struct hook##_name_probe : P, hook##_name_base {};                                            \
+  template <class P>                                                                            \
+  concept names_##hook =                                                                        \
+      (std::is_class_v<P> && !std::is_final_v<P> && !requires { &hook##_name_probe<P>::hook; }) || \
+      requires(P& p) { p.hook(any_arg{}); } || requires(P& p) { p.hook(any_arg{}, any_arg{}); };
+RCUBATCH_DETAIL_NAME_PROBE(validate)
+RCUBATCH_DETAIL_NAME_PROBE(close_many)
+RCUBATCH_DETAIL_NAME_PROBE(unlist)
+RCUBATCH_DETAIL_NAME_PROBE(notify)
+RCUBATCH_DETAIL_NAME_PROBE(batch_notify)
+RCUBATCH_DETAIL_NAME_PROBE(uninit)
+RCUBATCH_DETAIL_NAME_PROBE(destroy)
+RCUBATCH_DETAIL_NAME_PROBE(rebroadcast)
+RCUBATCH_DETAIL_NAME_PROBE(name)
+#undef RCUBATCH_DETAIL_NAME_PROBE
+
+/// `static constexpr bool publishes_nothing = true;` in a policy (in a local class, which may not
+/// have static data members: `static constexpr bool publishes_nothing() { return true; }`): its
+/// objects sit in no RCU-visible index, so it needs no unlist.
+template <class P>
+concept says_publishes_nothing = requires { requires static_cast<bool>(P::publishes_nothing); } ||
+                                 requires { requires static_cast<bool>(P::publishes_nothing()); };
+
+/// Calls a policy's hooks (P may be const), after checking their shapes once (check()).
+template <class P, class T>
 struct policy_hooks {
-  using batch_type = batch<T, Flavor>;
-  Policy& p;
+  using M = std::remove_cv_t<P>;  // names are looked up on the unqualified class
+  P& p;
 
-  static constexpr void check() {
-    if constexpr (has_close_many<Policy, T>)
-      static_assert(noexcept(std::declval<Policy&>().close_many(std::declval<object_range<T>>())),
-                    "Policy::close_many runs after the point of no return and must be noexcept.");
-    if constexpr (has_unlist<Policy, T>)
-      static_assert(noexcept(std::declval<Policy&>().unlist(std::declval<T&>())),
-                    "Policy::unlist runs after the point of no return and must be noexcept.");
-    if constexpr (has_notify_b<Policy, T, batch_type>)
-      static_assert(noexcept(std::declval<Policy&>().notify(std::declval<T&>(), std::declval<batch_type&>())),
-                    "Policy::notify runs after the point of no return and must be noexcept.");
-    else if constexpr (has_notify<Policy, T>)
-      static_assert(noexcept(std::declval<Policy&>().notify(std::declval<T&>())),
-                    "Policy::notify runs after the point of no return and must be noexcept.");
-    if constexpr (has_batch_notify<Policy, batch_type>)
-      static_assert(noexcept(std::declval<Policy&>().batch_notify(std::declval<batch_type&>())),
-                    "Policy::batch_notify runs after the point of no return and must be noexcept.");
-    if constexpr (has_uninit_b<Policy, T, batch_type>)
-      static_assert(noexcept(std::declval<Policy&>().uninit(std::declval<T&>(), std::declval<batch_type&>())),
-                    "Policy::uninit runs after the point of no return and must be noexcept.");
-    else if constexpr (has_uninit<Policy, T>)
-      static_assert(noexcept(std::declval<Policy&>().uninit(std::declval<T&>())),
-                    "Policy::uninit runs after the point of no return and must be noexcept.");
-    if constexpr (has_destroy<Policy, T>)
-      static_assert(noexcept(std::declval<Policy&>().destroy(std::declval<T*>())),
-                    "Policy::destroy runs after the point of no return and must be noexcept.");
-    if constexpr (has_rebroadcast<Policy, T>)
-      static_assert(noexcept(std::declval<Policy&>().rebroadcast(std::declval<T&>())),
-                    "Policy::rebroadcast runs during the ref drain and must be noexcept.");
-    static_assert(std::is_nothrow_destructible_v<T> || has_destroy<Policy, T>,
-                  "T must be nothrow destructible, or the policy must provide destroy(T*) noexcept.");
+  // The call forms, on the policy as it was passed (const or not).
+  static constexpr bool validate_ok = requires(P& p, T& t) { p.validate(t); };
+  static constexpr bool close_many_ok = requires(P& p, object_range<T> r) { p.close_many(r); };
+  static constexpr bool unlist_ok = requires(P& p, T& t) { p.unlist(t); };
+  static constexpr bool notify_b_ok = requires(P& p, T& t, batch& b) { p.notify(t, b); };
+  static constexpr bool notify_ok = requires(P& p, T& t) { p.notify(t); };
+  static constexpr bool batch_notify_ok = requires(P& p, batch& b) { p.batch_notify(b); };
+  static constexpr bool uninit_b_ok = requires(P& p, T& t, batch& b) { p.uninit(t, b); };
+  static constexpr bool uninit_ok = requires(P& p, T& t) { p.uninit(t); };
+  static constexpr bool destroy_ok = requires(P& p, T* t) { p.destroy(t); };
+  static constexpr bool rebroadcast_ok = requires(P& p, T& t) { p.rebroadcast(t); };
+  static constexpr bool name_ok = requires(P& p, const T& t) {
+    { p.name(t) } -> std::convertible_to<std::string_view>;
+  };
+  // The same on a non-const policy: tells "not const" from "wrong parameters".
+  static constexpr bool unlist_mutable_ok = requires(M& p, T& t) { p.unlist(t); };
+
+  static constexpr bool has_validate = names_validate<M> || validate_ok;
+  static constexpr bool has_close_many = names_close_many<M> || close_many_ok;
+  static constexpr bool has_unlist = names_unlist<M> || unlist_ok;
+  static constexpr bool has_notify = names_notify<M> || notify_b_ok || notify_ok;
+  static constexpr bool has_batch_notify = names_batch_notify<M> || batch_notify_ok;
+  static constexpr bool has_uninit = names_uninit<M> || uninit_b_ok || uninit_ok;
+  static constexpr bool has_destroy = names_destroy<M> || destroy_ok;
+  static constexpr bool has_rebroadcast = names_rebroadcast<M> || rebroadcast_ok;
+  static constexpr bool has_name = names_name<M> || name_ok;
+
+  static constexpr bool check() {
+    static_assert(std::is_class_v<M>, "rcubatch: a policy must be a class type");
+    constexpr bool is_const = std::is_const_v<P>;
+    static_assert(!(is_const && has_unlist && !unlist_ok && unlist_mutable_ok),
+                  "rcubatch: the policy was passed as const, and its unlist (like any hook that is not a const "
+                  "member) cannot be called on it: pass the policy by value or non-const reference, or make "
+                  "its hooks const");
+    if constexpr (has_validate)
+      static_assert(validate_ok, "rcubatch: the policy's member `validate` cannot be called as "
+                                 "`void validate(T&)` with the queue's object type T (T& of the registrable<T> "
+                                 "type, not a derived type or a pointer; const hooks on a const policy)");
+    if constexpr (has_close_many) {
+      static_assert(close_many_ok, "rcubatch: the policy's member `close_many` cannot be called as "
+                                   "`void close_many(rcubatch::object_range<T>) noexcept` with the queue's object "
+                                   "type T (const hooks on a const policy)");
+      if constexpr (close_many_ok)
+        static_assert(noexcept(std::declval<P&>().close_many(std::declval<object_range<T>>())),
+                      "Policy::close_many runs after the point of no return and must be noexcept.");
+    }
+    if constexpr (has_unlist) {
+      static_assert(unlist_ok, "rcubatch: the policy's member `unlist` cannot be called as "
+                               "`void unlist(T&) noexcept` with the queue's object type T (T& of the "
+                               "registrable<T> type, not a derived type or a pointer; const hooks on a const "
+                               "policy): a skipped unlist would free objects readers can still find");
+      if constexpr (unlist_ok)
+        static_assert(noexcept(std::declval<P&>().unlist(std::declval<T&>())),
+                      "Policy::unlist runs after the point of no return and must be noexcept.");
+    } else {
+      static_assert(says_publishes_nothing<M>,
+                    "rcubatch: the policy has no unlist(T&) hook, so nothing would unpublish the objects before "
+                    "they are freed. Add `void unlist(T&) noexcept`, or declare "
+                    "`static constexpr bool publishes_nothing = true;` if the objects sit in no RCU-visible index");
+    }
+    if constexpr (has_notify) {
+      static_assert(notify_b_ok || notify_ok,
+                    "rcubatch: the policy's member `notify` cannot be called as "
+                    "`void notify(T&, rcubatch::batch&) noexcept` or `void notify(T&) noexcept` with the queue's "
+                    "object type T (the batch parameter must be rcubatch::batch&; const hooks on a const policy)");
+      if constexpr (notify_b_ok)
+        static_assert(noexcept(std::declval<P&>().notify(std::declval<T&>(), std::declval<batch&>())),
+                      "Policy::notify runs after the point of no return and must be noexcept.");
+      else if constexpr (notify_ok)
+        static_assert(noexcept(std::declval<P&>().notify(std::declval<T&>())),
+                      "Policy::notify runs after the point of no return and must be noexcept.");
+    }
+    if constexpr (has_batch_notify) {
+      static_assert(batch_notify_ok, "rcubatch: the policy's member `batch_notify` cannot be called as "
+                                     "`void batch_notify(rcubatch::batch&) noexcept` (const hooks on a const policy)");
+      if constexpr (batch_notify_ok)
+        static_assert(noexcept(std::declval<P&>().batch_notify(std::declval<batch&>())),
+                      "Policy::batch_notify runs after the point of no return and must be noexcept.");
+    }
+    if constexpr (has_uninit) {
+      static_assert(uninit_b_ok || uninit_ok,
+                    "rcubatch: the policy's member `uninit` cannot be called as "
+                    "`void|bool uninit(T&, rcubatch::batch&) noexcept` or `void|bool uninit(T&) noexcept` with the "
+                    "queue's object type T (the batch parameter must be rcubatch::batch&; const hooks on a const "
+                    "policy)");
+      if constexpr (uninit_b_ok)
+        static_assert(noexcept(std::declval<P&>().uninit(std::declval<T&>(), std::declval<batch&>())),
+                      "Policy::uninit runs after the point of no return and must be noexcept.");
+      else if constexpr (uninit_ok)
+        static_assert(noexcept(std::declval<P&>().uninit(std::declval<T&>())),
+                      "Policy::uninit runs after the point of no return and must be noexcept.");
+    }
+    if constexpr (has_destroy) {
+      static_assert(destroy_ok, "rcubatch: the policy's member `destroy` cannot be called as "
+                                "`void destroy(T*) noexcept` with the queue's object type T (T* of the "
+                                "registrable<T> type; const hooks on a const policy)");
+      if constexpr (destroy_ok)
+        static_assert(noexcept(std::declval<P&>().destroy(std::declval<T*>())),
+                      "Policy::destroy runs after the point of no return and must be noexcept.");
+    } else {
+      static_assert(std::is_nothrow_destructible_v<T>,
+                    "T must be nothrow destructible, or the policy must provide destroy(T*) noexcept.");
+      static_assert(!std::is_polymorphic_v<T> || std::has_virtual_destructor_v<T>,
+                    "rcubatch: T is polymorphic and has no virtual destructor, so the default destroy (delete "
+                    "through T*) is undefined for derived objects: give T a virtual destructor or the policy a "
+                    "destroy(T*) noexcept that deletes the real type");
+    }
+    if constexpr (has_rebroadcast) {
+      static_assert(rebroadcast_ok, "rcubatch: the policy's member `rebroadcast` cannot be called as "
+                                    "`void rebroadcast(T&) noexcept` (const hooks on a const policy)");
+      if constexpr (rebroadcast_ok)
+        static_assert(noexcept(std::declval<P&>().rebroadcast(std::declval<T&>())),
+                      "Policy::rebroadcast runs during the ref drain and must be noexcept.");
+    }
+    if constexpr (has_name)
+      static_assert(name_ok, "rcubatch: the policy's member `name` cannot be called as "
+                             "`std::string_view name(const T&)` (or anything convertible to std::string_view)");
+    return true;
   }
 
-  static constexpr bool has_validate_hook = has_validate<Policy, T>;
-  void validate(T& t) { if constexpr (has_validate<Policy, T>) p.validate(t); }
-  void close_many(object_range<T> r) noexcept { if constexpr (has_close_many<Policy, T>) p.close_many(r); }
-  void unlist(T& t) noexcept { if constexpr (has_unlist<Policy, T>) p.unlist(t); }
-  void notify(T& t, batch_type& b) noexcept {
-    if constexpr (has_notify_b<Policy, T, batch_type>) p.notify(t, b);
-    else if constexpr (has_notify<Policy, T>) p.notify(t);
+  void validate(T& t) {
+    if constexpr (has_validate) p.validate(t);
   }
-  static constexpr bool has_any_notify = has_notify_b<Policy, T, batch_type> || has_notify<Policy, T>;
-  void batch_notify(batch_type& b) noexcept { if constexpr (has_batch_notify<Policy, batch_type>) p.batch_notify(b); }
+  void close_many(object_range<T> r) noexcept {
+    if constexpr (has_close_many) p.close_many(r);
+  }
+  void unlist(T& t) noexcept {
+    if constexpr (has_unlist) p.unlist(t);
+  }
+  void notify(T& t, batch& b) noexcept {
+    if constexpr (notify_b_ok) p.notify(t, b);
+    else if constexpr (notify_ok) p.notify(t);
+  }
+  void batch_notify(batch& b) noexcept {
+    if constexpr (has_batch_notify) p.batch_notify(b);
+  }
   /// Returns whether the hook may have unlinked something readers can reach.
-  bool uninit(T& t, batch_type& b) noexcept {
-    if constexpr (has_uninit_b<Policy, T, batch_type>) return call_uninit([&] { return p.uninit(t, b); });
-    else if constexpr (has_uninit<Policy, T>) return call_uninit([&] { return p.uninit(t); });
+  bool uninit(T& t, batch& b) noexcept {
+    if constexpr (uninit_b_ok) return call_uninit([&]() noexcept { return p.uninit(t, b); });
+    else if constexpr (uninit_ok) return call_uninit([&]() noexcept { return p.uninit(t); });
     else return false;
   }
-  static constexpr bool has_any_uninit = has_uninit_b<Policy, T, batch_type> || has_uninit<Policy, T>;
   void destroy(T* t) noexcept {
-    if constexpr (has_destroy<Policy, T>) p.destroy(t);
+    if constexpr (has_destroy) p.destroy(t);
     else delete t;
   }
-  void rebroadcast(T& t) noexcept { if constexpr (has_rebroadcast<Policy, T>) p.rebroadcast(t); }
-  static constexpr bool has_rebroadcast_hook = has_rebroadcast<Policy, T>;
+  void rebroadcast(T& t) noexcept {
+    if constexpr (has_rebroadcast) p.rebroadcast(t);
+  }
+  /// The object's name for stall reports; allocates (callers catch bad_alloc).
   std::string name(const T& t) const {
-    if constexpr (has_name<Policy, T>) return std::string(std::string_view(p.name(t)));
+    if constexpr (has_name) return std::string(std::string_view(p.name(t)));
     else return "<unnamed object>";
   }
 

@@ -2,33 +2,52 @@
 //
 // After the batch's last grace period no reader can find its objects, but holders that took a
 // reference earlier (an in-flight packet, a cache entry) may still use them. The drain waits for
-// all objects at once and destroys each as soon as its count reaches zero, in any order (the
-// kernel's netdev_wait_allrefs_any): one stuck object never delays the others.
+// all objects at once and destroys each as soon as its count reaches zero (the kernel's
+// netdev_wait_allrefs_any): one stuck object never delays unrelated ones.
+//
+// Order guarantees (each tested in tests/ref_drain_test.cpp):
+//   1. An object is destroyed only when its reference count is zero and stays zero (a hold()
+//      after that is misuse: hold_after_drain).
+//   2. An object is destroyed only after every dependent it queued into a batch (batch::queue
+//      from its notify) has been destroyed, even when a dependent is held longer: the dependent
+//      holds a reference on its parent from queue() until its own destroy returns. The first
+//      object to queue a dependent is its parent; later ones add no edge. The edge also holds
+//      across batches (a dependent already in another writer's running batch).
+//   3. Objects that are not held and whose dependents are gone are destroyed in one pass, lanes
+//      in reverse order (the last lane passed to rollback_many first), newest first within a lane,
+//      so dependents of the common shape go before their parents with no waiting at all.
+//   4. A held object delays only itself and its ancestors: nobody else, and no retiree that is
+//      not tied to it. Untied retirees (batch::retire) are disposed right after the last grace
+//      period, before any destroy; retirees tied to an owner (batch::retire_with) are disposed
+//      right after that owner's destroy returns.
 //
 // It sleeps on a condition variable that the last put() signals — no polling, no fixed sleeps.
 // While objects remain it wakes on two timers (drain_options):
-//   - every rebroadcast_interval (1 s): calls the policy's rebroadcast(obj) for each, so holders
-//     that cache references (the dst cache analogue) can let go;
+//   - every rebroadcast_interval (1 s): calls the policy's rebroadcast(obj) for each, under the
+//     writer lock, so holders that cache references (the dst cache analogue) can let go;
 //   - every stall_report_interval (10 s): prints, per object,
 //       "waiting for <name> to become free. Usage count = <n>"
-//     through drain_options::stall_reporter (stderr by default).
+//     through drain_options::reporter (stderr by default).
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include "rcubatch/batch.hpp"
 #include "rcubatch/detail/tsan.hpp"
 #include "rcubatch/detail/writer_lock.hpp"
 #include "rcubatch/flavor.hpp"
-#include "rcubatch/policy.hpp"
 
 namespace rcubatch {
 
+/// Where stall lines go: a plain function, or (stall_reporter_fn) anything callable.
 using stall_reporter = void (*)(std::string_view line) noexcept;
 
 /// Tuning for the ref drain; the defaults are the kernel's.
@@ -38,88 +57,102 @@ struct drain_options {
   std::chrono::milliseconds stall_report_interval{10'000};
   /// How often to ask holders to let go (policy.rebroadcast). Only runs if the hook exists.
   std::chrono::milliseconds rebroadcast_interval{1'000};
-  /// Where stall lines go; nullptr means stderr.
+  /// Where stall lines go; nullptr means stderr (unless reporter_fn is set).
   stall_reporter reporter = nullptr;
+  /// A stall reporter with state (takes precedence over `reporter`). Called on the draining
+  /// thread only; it must not throw.
+  std::function<void(std::string_view line)> reporter_fn;
 };
 
 namespace detail {
 
-template <class T, class Flavor, class Hooks>
+/// The drain of one batch, across its lanes. The lanes' first pass (rollback_many.hpp) destroys
+/// what is free at once and counts the rest in `held`; wait() then destroys each as it is freed.
 class ref_drain final : public ref_release_listener {
   using clock = std::chrono::steady_clock;
-  using access = registrable_access;
-  using list_type = unreg_list<T>;
 
  public:
-  ref_drain(list_type& objects, Hooks& hooks, const drain_options& opts, batch_stats& stats,
+  ref_drain(lane_base* const* lanes, std::size_t count, const drain_options& opts, batch_stats& stats,
             writer_lock_ref& writer_lock) noexcept
-      : objects_(objects), hooks_(hooks), opts_(opts), stats_(stats), writer_lock_(writer_lock) {}
+      : lanes_(lanes), lane_count_(count), opts_(opts), stats_(stats), writer_lock_(writer_lock),
+        start_(clock::now()) {}
 
-  /// Marks every object unregistered and destroys them all, each as its references drop.
-  /// Objects are taken newest first, so dependents go before the objects they hang from.
-  void run() noexcept {
-    const auto start = clock::now();
-    for (auto it = objects_.end(); it != objects_.begin();) {
-      T& obj = *--it;
-      registrable<T>& r = obj;
-      access::set_state(r, reg_state::unregistered);
-      if (r.refs().begin_drain(this, &r)) {
-        it = objects_.erase(it);
-        release(obj);
-      }
-    }
-    auto next_rebroadcast = start + opts_.rebroadcast_interval;
-    auto next_report = start + opts_.stall_report_interval;
-    while (!objects_.empty()) {
-      registrable<T>* ready = nullptr;
+  /// Objects the first pass found held (or waiting for their dependents).
+  std::size_t held = 0;
+
+  /// Effects: returns once every object counted in `held` has been destroyed.
+  /// Blocking: until the last holder lets go. Offline while waiting under a qsbr Flavor.
+  template <class Flavor>
+  void wait() noexcept {
+    auto next_rebroadcast = start_ + opts_.rebroadcast_interval;
+    auto next_report = start_ + opts_.stall_report_interval;
+    const bool rebroadcasts = any_lane_rebroadcasts();
+    while (held > 0) {
+      registrable_base* ready = nullptr;
       {
-        // A registered QSBR thread that is online counts as a reader: waiting online would stall
-        // every other thread's grace period, and deadlock with a holder that needs one before its
-        // put(). Only the wait is offline: hooks (rebroadcast, destroy) run online as usual.
-        offline_while_waiting offline;
+        offline_while_waiting<Flavor> offline;
         std::unique_lock lock(mutex_);
-        const auto deadline = Hooks::has_rebroadcast_hook ? std::min(next_rebroadcast, next_report) : next_report;
+        const auto deadline = rebroadcasts ? std::min(next_rebroadcast, next_report) : next_report;
         cv_.wait_until(lock, deadline, [&] { return ready_ != nullptr; });
         ready = std::exchange(ready_, nullptr);
       }
       const auto now = clock::now();
       while (ready != nullptr) {
-        registrable<T>* next = access::drained_next(*ready);
-        T& obj = static_cast<T&>(*ready);
-        objects_.erase(objects_.iterator_to(obj));
-        if (now - start > stats_.longest_drain_wait)
-          stats_.longest_drain_wait = std::chrono::duration_cast<batch_stats::duration>(now - start);
-        release(obj);
+        registrable_base* next = registrable_access::drained_next(*ready);
+        if (now - start_ > stats_.longest_drain_wait)
+          stats_.longest_drain_wait = std::chrono::duration_cast<batch_stats::duration>(now - start_);
+        --held;
+        // Its destroy may put() its parent's last reference, which chains the parent here.
+        registrable_access::lane(*ready).load(std::memory_order_relaxed)->release_held(*ready);
         ready = next;
       }
-      if (objects_.empty()) break;
-      if (Hooks::has_rebroadcast_hook && now >= next_rebroadcast) {
+      if (held == 0) break;
+      if (rebroadcasts && now >= next_rebroadcast) {
         writer_lock_.relock();  // the kernel re-sends NETDEV_UNREGISTER under RTNL
-        for (T& obj : objects_) {
-          hooks_.rebroadcast(obj);
+        for_each_held([&](lane_base& l, registrable_base& r) {
+          l.rebroadcast(r);
           ++stats_.rebroadcasts;
-        }
+        });
         writer_lock_.unlock();
         next_rebroadcast = clock::now() + opts_.rebroadcast_interval;
       }
       if (clock::now() >= next_report) {  // re-read: the rebroadcast may have waited for the lock
-        for (T& obj : objects_) report_stall(obj);
+        for_each_held([&](lane_base& l, registrable_base& r) { l.report_stall(r, stats_.stall_reports); });
         next_report = clock::now() + opts_.stall_report_interval;
       }
     }
   }
 
+  /// The last put() of a draining object: chains it for wait(). Any thread.
   void released(void* owner) noexcept override {
-    auto* r = static_cast<registrable<T>*>(owner);
+    auto* r = static_cast<registrable_base*>(owner);
     std::lock_guard lock(mutex_);
-    access::drained_next(*r) = ready_;
+    registrable_access::drained_next(*r) = ready_;
     ready_ = r;
     cv_.notify_one();  // under the lock: once we unlock, the drain may finish and this object die
   }
 
+  /// Sends a stall line where drain_options says.
+  static void emit(const drain_options& opts, std::string_view line) noexcept {
+    if (opts.reporter_fn) {
+      try {
+        opts.reporter_fn(line);
+      } catch (...) {  // a reporter must not throw; a throwing one loses its line, not the drain
+      }
+    } else if (opts.reporter) {
+      opts.reporter(line);
+    } else {
+      std::fprintf(stderr, "rcubatch: %.*s\n", static_cast<int>(line.size()), line.data());
+    }
+  }
+
  private:
+  template <class Flavor>
   struct offline_while_waiting {
     bool was_online = false;
+    // A registered QSBR thread that is online counts as a reader: waiting online would stall
+    // every other thread's grace period, and deadlock with a holder that needs one before its
+    // put(). Only the wait is offline: hooks (rebroadcast, destroy) run online as usual.
     offline_while_waiting() noexcept {
       if constexpr (Flavor::quiescent_state_based) {
         was_online = Flavor::read_ongoing();
@@ -136,38 +169,27 @@ class ref_drain final : public ref_release_listener {
     offline_while_waiting& operator=(const offline_while_waiting&) = delete;
   };
 
-  void release(T& obj) noexcept {
-    registrable<T>& r = obj;
-    access::owner(r) = nullptr;
-    access::batch(r) = nullptr;
-    access::set_state(r, reg_state::released);
-    hooks_.destroy(&obj);
+  bool any_lane_rebroadcasts() const noexcept {
+    for (std::size_t i = 0; i < lane_count_; ++i)
+      if (lanes_[i]->has_rebroadcast()) return true;
+    return false;
   }
 
-  void report_stall(const T& obj) noexcept {
-    std::string line;
-    try {
-      line = "waiting for " + hooks_.name(obj) + " to become free. Usage count = " +
-             std::to_string(static_cast<const registrable<T>&>(obj).refs().count());
-    } catch (...) {
-      line = "waiting for an object to become free (name unavailable: out of memory)";
-    }
-    if (opts_.reporter) {
-      opts_.reporter(line);
-    } else {
-      std::fprintf(stderr, "rcubatch: %s\n", line.c_str());
-    }
-    ++stats_.stall_reports;
+  template <class F>
+  void for_each_held(F&& f) noexcept {
+    for (std::size_t i = 0; i < lane_count_; ++i)
+      for (registrable_base& r : lanes_[i]->objects()) f(*lanes_[i], r);
   }
 
-  list_type& objects_;
-  Hooks& hooks_;
+  lane_base* const* lanes_;
+  std::size_t lane_count_;
   const drain_options& opts_;
   batch_stats& stats_;
   writer_lock_ref& writer_lock_;
+  clock::time_point start_;
   std::mutex mutex_;
   std::condition_variable cv_;
-  registrable<T>* ready_ = nullptr;  // chain through drained_next; guarded by mutex_
+  registrable_base* ready_ = nullptr;  // chain through drained_next; guarded by mutex_
 };
 
 }  // namespace detail

@@ -1,10 +1,10 @@
 // rcubatch/registrable.hpp — what an object embeds to be unregistered in batches.
 //
-//   struct device : rcubatch::registrable<device> { std::string name; ... };
+//   struct session : rcubatch::registrable<session> { std::string name; ... };
 //
-//   auto* d = new device{...};
-//   publish(d);                 // insert into the registry's RCU-visible indexes
-//   d->mark_registered();       // uninitialized → registered
+//   auto* s = new session{...};
+//   publish(s);                 // insert into the registry's RCU-visible indexes
+//   s->mark_registered();       // uninitialized → registered
 //
 // State machine (the kernel's NETREG_*), each transition checked:
 //   uninitialized → registered        mark_registered(), by the registry
@@ -13,8 +13,13 @@
 //   unregistered  → released          rollback_many, right before the policy's destroy hook
 //
 // It also carries the dismantle flag (set for every object of a running batch, so sub-components
-// can skip their own grace period: see dismantle.hpp), the reference count (ref_count.hpp) and the
-// Boost.Intrusive hook that unreg_queue and the batch link it with (no allocation, O(1)).
+// can skip their own grace period: see dismantle.hpp), the reference count (ref_count.hpp), and
+// the bookkeeping a batch needs (its queue or batch, the object that queued it as a dependent,
+// the sub-objects retired with it). All of that is private: the intrusive hook is a member, not
+// a base, so a user type gains no unlink() or swap_nodes() that could corrupt a running batch.
+//
+// One registrable base per object: a type that derives from registrable<A> and registrable<B>
+// is refused wherever rcubatch looks for the base (registrable_type_t).
 //
 // Thread safety: state(), dismantling() and refs() may be read by readers (atomics). Transitions
 // happen under the registry's writer lock.
@@ -23,14 +28,16 @@
 #pragma once
 
 #include <atomic>
-#include <string>
 #include <string_view>
+#include <type_traits>
 
+#include <boost/intrusive/list.hpp>
 #include <boost/intrusive/list_hook.hpp>
 
 #include "rcubatch/fwd.hpp"
 #include "rcubatch/misuse.hpp"
 #include "rcubatch/ref_count.hpp"
+#include "rcubatch/retire_node.hpp"
 
 namespace rcubatch {
 
@@ -48,77 +55,131 @@ constexpr std::string_view to_string(reg_state s) noexcept {
 }
 
 namespace detail {
-struct unreg_hook_tag;
-/// safe_link: the hook knows whether it is linked, which is how queues stay idempotent.
-using unreg_hook = boost::intrusive::list_base_hook<boost::intrusive::tag<unreg_hook_tag>,
-                                                    boost::intrusive::link_mode<boost::intrusive::safe_link>>;
+class lane_base;
 struct registrable_access;
-class batch_base;
-}  // namespace detail
 
-template <class T>
-class registrable : public detail::unreg_hook {
+/// safe_link: the hook knows whether it is linked, which is how queues stay idempotent.
+using unreg_hook = boost::intrusive::list_member_hook<boost::intrusive::link_mode<boost::intrusive::safe_link>>;
+
+/// The type-independent part of registrable<T>: what queues, batches and the drain work on.
+class registrable_base {
  public:
-  registrable() = default;
-  registrable(const registrable&) = delete;
-  registrable& operator=(const registrable&) = delete;
+  registrable_base(const registrable_base&) = delete;
+  registrable_base& operator=(const registrable_base&) = delete;
 
-  ~registrable() {
-    const reg_state s = state();
-    if (s == reg_state::registered || s == reg_state::unregistering || s == reg_state::unregistered ||
-        this->is_linked()) {
-      detail::diagnose_fatal(misuse_kind::destroyed_while_linked,
-                             std::string("object destroyed in state ") + std::string(to_string(s)) +
-                                 (this->is_linked() ? " while queued" : "") +
-                                 ": only uninitialized or released objects may be destroyed");
-    }
-  }
-
+  /// Effects: the object's registration state. Thread safety: any thread (acquire load).
   reg_state state() const noexcept { return state_.load(std::memory_order_acquire); }
 
-  /// True from the moment its batch starts until it is destroyed.
+  /// Effects: true from the moment its batch starts until it is destroyed.
+  /// Thread safety: any thread.
   bool dismantling() const noexcept { return dismantle_.load(std::memory_order_acquire); }
 
+  /// The object's reference count: holders (in-flight work, caches) hold() and put() it.
   ref_count& refs() noexcept { return refs_; }
   const ref_count& refs() const noexcept { return refs_; }
 
-  /// uninitialized → registered. Call after the object is published to readers.
-  /// Returns false (under misuse_policy::report) when the object was not freshly constructed.
+  /// Effects: uninitialized → registered. Call after the object is published to readers.
+  /// Returns: false (under misuse_policy::report) when the object was not freshly constructed.
+  /// Throws: misuse_error under misuse_policy::throw_error in that case, changing nothing.
+  /// Requires: the registry's writer lock.
   bool mark_registered() {
     if (state() != reg_state::uninitialized) {
-      detail::diagnose(misuse_kind::register_twice,
-                       std::string("mark_registered on an object in state ") + std::string(to_string(state())));
+      diag_text msg("mark_registered on an object in state ");
+      msg += to_string(state());
+      diagnose(misuse_kind::register_twice, msg.view());
       return false;
     }
     state_.store(reg_state::registered, std::memory_order_release);
     return true;
   }
 
- private:
-  friend struct detail::registrable_access;
+ protected:
+  registrable_base() = default;
+  ~registrable_base() {
+    const reg_state s = state();
+    if (s == reg_state::registered || s == reg_state::unregistering || s == reg_state::unregistered ||
+        hook_.is_linked()) {
+      diag_text msg("object destroyed in state ");
+      msg += to_string(s);
+      if (hook_.is_linked()) msg += " while queued";
+      msg += ": only uninitialized or released objects may be destroyed";
+      diagnose_fatal(misuse_kind::destroyed_while_linked, msg.view());
+    }
+  }
 
+ private:
+  friend struct registrable_access;
+
+  unreg_hook hook_;                          // links it into one queue or one batch lane
   std::atomic<reg_state> state_{reg_state::uninitialized};
   std::atomic<bool> dismantle_{false};
-  const void* owner_ = nullptr;              // the unreg_queue or batch holding it; under the writer lock
-  detail::batch_base* batch_ = nullptr;      // its running batch, for dismantle elision accounting
-  registrable* drained_next_ = nullptr;      // the ref drain's ready chain (no allocation on put)
+  const void* owner_ = nullptr;              // its unreg_queue or batch lane; under the writer lock
+  // Its running batch's lane. Atomic (relaxed) because the drain clears it without the writer lock
+  // while a writer in another batch may look at it (a cascade reaching it, unlock_during_waits).
+  std::atomic<lane_base*> lane_{nullptr};
+  registrable_base* drained_next_ = nullptr; // the ref drain's ready chain (no allocation on put)
+  // The object that queued it as a dependent (it holds a reference on that parent until it is
+  // destroyed), or kParentGone once it was destroyed. Atomic: a writer in another batch may
+  // record itself as parent while this object's own drain releases it (unlock_during_waits).
+  std::atomic<registrable_base*> parent_{nullptr};
+  retire_chain tied_;                        // sub-objects disposed right after this object
   ref_count refs_;
 };
 
+/// Finds T in `registrable<T>`, the one registrable base of U (overload resolution does the
+/// derived-to-base search; two bases make it ambiguous, which registrable_type_t reports).
+template <class T>
+T* registrable_tag(const volatile registrable<T>*);
+template <class U>
+concept has_one_registrable_base = requires(U* u) { registrable_tag(u); };
+}  // namespace detail
+
+template <class T>
+class registrable : public detail::registrable_base {
+ public:
+  registrable() = default;
+};
+
+/// The T of the one registrable<T> base of U: unreg_queue<T>, rollback_many and batch::queue
+/// find an object's base through it, so a derived object may be passed where its base is queued.
+template <class U>
+struct registrable_type {
+  static_assert(detail::has_one_registrable_base<U>,
+                "rcubatch: this type must derive from exactly one rcubatch::registrable<T> (publicly); "
+                "it derives from none, from several, or from one it cannot access");
+  using type = std::remove_cv_t<std::remove_pointer_t<decltype(detail::registrable_tag(static_cast<U*>(nullptr)))>>;
+};
+template <class U>
+using registrable_type_t = typename registrable_type<std::remove_cv_t<U>>::type;
+
 namespace detail {
+/// Sentinel for registrable_base::parent_: the object was destroyed, record no edge any more.
+inline registrable_base* const kParentGone = reinterpret_cast<registrable_base*>(alignof(registrable_base));
+
 /// The library's back door to registrable's bookkeeping; not for users.
 struct registrable_access {
-  template <class T> static void set_state(registrable<T>& o, reg_state s) noexcept {
-    o.state_.store(s, std::memory_order_release);
+  using list = boost::intrusive::list<registrable_base,
+                                      boost::intrusive::member_hook<registrable_base, unreg_hook, &registrable_base::hook_>,
+                                      boost::intrusive::constant_time_size<true>>;
+
+  static void set_state(registrable_base& o, reg_state s) noexcept { o.state_.store(s, std::memory_order_release); }
+  static void set_dismantle(registrable_base& o, bool v) noexcept { o.dismantle_.store(v, std::memory_order_release); }
+  static const void*& owner(registrable_base& o) noexcept { return o.owner_; }
+  static const void* owner(const registrable_base& o) noexcept { return o.owner_; }
+  static std::atomic<lane_base*>& lane(registrable_base& o) noexcept { return o.lane_; }
+  static const std::atomic<lane_base*>& lane(const registrable_base& o) noexcept { return o.lane_; }
+  static registrable_base*& drained_next(registrable_base& o) noexcept { return o.drained_next_; }
+  static std::atomic<registrable_base*>& parent(registrable_base& o) noexcept { return o.parent_; }
+  static retire_chain& tied(registrable_base& o) noexcept { return o.tied_; }
+  static bool is_linked(const registrable_base& o) noexcept { return o.hook_.is_linked(); }
+
+  /// registrable_base → T, for a T known to derive from registrable<T>.
+  template <class T>
+  static T& downcast(registrable_base& o) noexcept {
+    return static_cast<T&>(static_cast<registrable<T>&>(o));
   }
-  template <class T> static void set_dismantle(registrable<T>& o, bool v) noexcept {
-    o.dismantle_.store(v, std::memory_order_release);
-  }
-  template <class T> static const void*& owner(registrable<T>& o) noexcept { return o.owner_; }
-  template <class T> static batch_base*& batch(registrable<T>& o) noexcept { return o.batch_; }
-  template <class T> static batch_base* batch(const registrable<T>& o) noexcept { return o.batch_; }
-  template <class T> static registrable<T>*& drained_next(registrable<T>& o) noexcept { return o.drained_next_; }
 };
+using registrable_list = registrable_access::list;
 }  // namespace detail
 
 }  // namespace rcubatch

@@ -1,25 +1,34 @@
 // rcubatch/rollback_many.hpp — unregister every queued object with at most two grace periods.
 //
 //   std::scoped_lock lock(registry.writer_mutex);       // the caller's lock, held throughout
-//   rcubatch::unreg_queue<device> q;
-//   for (device* d : doomed) q.push(*d);
-//   rcubatch::batch_stats s = rcubatch::rollback_many(q, device_policy{registry}, domain);
-//   // s.grace_periods <= 2, whatever q.size() and however deep the cascade
+//   rcubatch::unreg_queue<session> q;
+//   for (session* s : doomed) q.push(*s);
+//   rcubatch::batch_stats st = rcubatch::rollback_many(q, session_policy{registry}, domain);
+//   // st.grace_periods <= 2, whatever q.size() and however deep the cascade
 //
-// The generic form of Linux's unregister_netdevice_many (2.6.33, 2009). For the queued objects:
-//   0. validate        check states, call policy.validate — may throw: nothing has changed yet
+//   // Several object types in one batch, each with its own queue and policy; hooks of one lane
+//   // may queue dependents of any lane (sessions queue their streams from notify):
+//   rcubatch::rollback_many(domain, rcubatch::lane(sessions, session_policy{reg}),
+//                                   rcubatch::lane(streams, stream_policy{reg}));
+//
+// The generic form of Linux's unregister_netdevice_many (2.6.33, 2009). For the queued objects
+// (the hook table with locks and rules is in policy.hpp):
+//   0. validate        every lane's policy.validate — may throw: nothing has changed yet
 //   -- point of no return: every later hook is noexcept (checked at compile time) --
-//   1. close_many      once per round, with the round's objects; dismantle flag set
+//   1. close_many      per lane, once per round, with the round's objects; dismantle flag set
 //   2. unlist          per object: unpublish from the RCU-visible indexes; → unregistering
 //   -- grace period #1: no reader found any of them through a primary index any more --
-//   3. notify          per object; may queue dependents (b.queue). Each round of dependents is
-//                      closed and unlisted, then notified, until no new dependents appear
-//   4. batch_notify    once: container-wide work (cache flush, FIB sweep)
-//   5. uninit          per object, dependents first: unlink secondary structures, retire subs
-//   -- grace period #2, only if something was unlinked after #1 (retire, note_unlinked, a void or
-//      true-returning uninit, or any dependent) --
-//   6. ref drain       → unregistered; wait for all, destroy each as its count drops (ref_drain.hpp)
-//   7. destroy         policy.destroy(obj) (default: delete), then retired sub-objects are disposed
+//   3. notify          per object; may queue dependents (b.queue) of any lane. Each round of
+//                      dependents is closed and unlisted, then notified, until none appear
+//   4. batch_notify    once per lane: container-wide work (cache flush, FIB sweep)
+//   5. uninit          per object, last lane first, newest first: unlink secondary structures,
+//                      retire sub-objects
+//   -- grace period #2, only if something was unlinked after #1 (a retire, note_unlinked, a
+//      dismantle elision, a void or true-returning uninit, or any dependent) --
+//      untied retirees are disposed
+//   6. ref drain       → unregistered; destroy each as its count drops and its dependents are
+//                      gone (ref_drain.hpp states the order guarantees)
+//   7. destroy         policy.destroy(obj) (default: delete), then its retire_with sub-objects
 //
 // Dependents queued from notify are unlisted after grace period #1, so their own notify/uninit run
 // before a full grace period has passed since their unlist; only #2 separates their unlist from
@@ -28,13 +37,25 @@
 //
 // A single unregister (unregister_one) is a batch of one through the same code.
 //
+// Memory ordering. For any reader section R of the domain's flavor and any object X of the batch:
+// if R began before the unlink that unpublished X (unlist for X; a hook's unlink for a retiree),
+// then R ends before destroy(X) begins and before X's retirees are disposed — the grace period
+// that follows the unlink waits for R (grace_domain.hpp). A reader that begins after the unlink
+// cannot find X through what was unlinked. For any holder H: everything H did before its put()
+// happens-before destroy(X) (the put releases, the drain acquires: ref_count.hpp). Every hook's
+// writes happen-before the hooks that follow it (one thread runs them all), and before
+// destroy(X) and every disposal, on whichever thread those run.
+//
 // Lock hygiene: the registry's writer lock belongs to the caller. rollback_many never takes or drops
-// it — unless the caller passes unlock_during_waits(lock): then the grace-period waits and the ref
-// drain run with the lock released (re-locked for rebroadcast and before returning). Only opt in
-// when no lock is nested inside the writer lock (the kernel reverted exactly this in 2025).
+// it — unless the caller passes unlock_during_waits(lock): then the grace-period waits, the
+// disposal of retirees and the ref drain (with destroy) run with the lock released, re-taken for
+// notify/uninit, rebroadcast and before returning. Only opt in when no lock is nested inside the
+// writer lock (the kernel reverted exactly this in 2025). Two writers that both opt in may race:
+// a cascade that reaches an object already in the other writer's batch is not misuse; the parent
+// waits for it to be destroyed (batch::queue).
 //
 // Misuse: called inside a read-side section → diagnosed before anything changes (under
-// misuse_policy::report the call is refused: stats.refused, queue untouched). Objects that are not
+// misuse_policy::report the call is refused: stats.refused, queues untouched). Objects that are not
 // registered never reach a batch: unreg_queue::push refuses them (unregister_one then returns
 // stats.skipped = 1).
 //
@@ -42,17 +63,22 @@
 // the 2-vCPU test VM, memb, one busy reader, 10,000 objects (examples/demo, 2026-11-30): 70 ns per
 // object in all, queueing included, ~45 µs of it the two grace periods; one GP per object instead
 // costs ~19 µs per object; the same teardown written by hand with no library, ~32 ns per object.
-// The difference is memory traffic: each pass over the batch touches every object once.
+// The difference is memory traffic: each pass over the batch touches every object once. Several
+// lanes add one indirect call per lane per phase, none per object.
 // bench/RESULTS.md compares it with call_rcu, libcds and DPDK.
 #pragma once
 
+#include <array>
 #include <chrono>
+#include <cstddef>
 #include <iterator>
-#include <string>
+#include <tuple>
+#include <type_traits>
 #include <utility>
 
 #include "rcubatch/batch.hpp"
 #include "rcubatch/detail/writer_lock.hpp"
+#include "rcubatch/grace_domain.hpp"
 #include "rcubatch/policy.hpp"
 #include "rcubatch/ref_drain.hpp"
 #include "rcubatch/unreg_queue.hpp"
@@ -73,122 +99,296 @@ struct unlock_during_waits {
   Lockable& lock;
 };
 
+/// One object type of a several-type batch: its queue and its policy (kept by reference if an
+/// lvalue, moved in if a temporary). Make it with rcubatch::lane(queue, policy).
+template <class T, class Policy>
+struct lane_spec {
+  unreg_queue<T>& queue;
+  Policy policy;
+};
+
+/// Effects: names one lane of rollback_many(domain, lane(...), lane(...)).
+template <class T, class Policy>
+lane_spec<T, Policy> lane(unreg_queue<T>& q, Policy&& policy) {
+  return lane_spec<T, Policy>{q, std::forward<Policy>(policy)};
+}
+
 namespace detail {
 
 struct batch_access {
-  template <class T, class F> static auto make(grace_domain<F>& d) noexcept { return batch<T, F>(d); }
-  template <class T, class F> static unreg_list<T>& objects(batch<T, F>& b) noexcept { return b.objects_; }
-  template <class T, class F> static batch_stats& stats(batch<T, F>& b) noexcept { return b.stats_; }
-  template <class T, class F> static void adopt_all(batch<T, F>& b, unreg_queue<T>& q, bool dismantle) noexcept {
-    b.adopt_all(q, dismantle);
+  static batch_stats& stats(batch& b) noexcept { return b.stats_; }
+  static bool unlinked(const batch& b) noexcept { return b.unlinked_after_gp1_; }
+  static void passed_gp1(batch& b) noexcept { b.past_gp1_ = true; }
+  static void set_parent(batch& b, registrable_base* p) noexcept { b.current_parent_ = p; }
+  static void close_door(batch& b) noexcept {
+    b.accepting_dependents_ = false;
+    b.current_parent_ = nullptr;
   }
-  template <class T, class F> static bool unlinked(batch<T, F>& b) noexcept { return b.unlinked_after_gp1_; }
-  template <class T, class F> static void close_door(batch<T, F>& b) noexcept { b.accepting_dependents_ = false; }
-  template <class T, class F> static void dispose_retired(batch<T, F>& b) noexcept { b.dispose_retired(); }
+  static void dispose_untied(batch& b) noexcept { dispose_all(b.retired_); }
+  static void dispose_late(batch& b) noexcept { dispose_all(b.late_); }
+  template <class Flavor>
+  static batch make(lane_base* const* lanes, std::size_t n, grace_domain<Flavor>& d, bool mark_dismantle) noexcept {
+    return batch(lanes, n, &d, [](void* dom) noexcept { static_cast<grace_domain<Flavor>*>(dom)->synchronize(); },
+                 mark_dismantle);
+  }
 };
 
-template <class T, class Flavor, class Policy>
-class rollback_engine {
-  using clock = std::chrono::steady_clock;
+template <class F>
+void timed(batch_stats& stats, phase p, F&& f) {
+  const auto t0 = std::chrono::steady_clock::now();
+  std::forward<F>(f)();
+  stats.time_of(p) += std::chrono::duration_cast<batch_stats::duration>(std::chrono::steady_clock::now() - t0);
+}
+
+/// One lane: a queue's objects and their policy's hooks; the passes over it call the hooks
+/// directly (no per-object indirection).
+template <class T, class P>
+class typed_lane : public lane_base {
   using access = registrable_access;
-  using hooks_type = policy_hooks<Policy, T, Flavor>;
-  using batch_type = batch<T, Flavor>;
-  using iterator = typename unreg_list<T>::iterator;
+  using iterator = registrable_list::iterator;
 
  public:
-  rollback_engine(Policy& p, grace_domain<Flavor>& d, const rollback_options& o, writer_lock_ref lock) noexcept
-      : hooks_{p}, domain_(d), opts_(o), lock_(lock) {
-    hooks_type::check();
+  using hooks_type = policy_hooks<P, T>;
+  static_assert(hooks_type::check());
+
+  typed_lane(unreg_queue<T>& q, P& p, batch& b) noexcept : lane_base(&lane_key<T>, b), queue_(q), hooks_{p} {
+    unlisted_ = notified_ = objects().end();
   }
 
-  batch_stats run(unreg_queue<T>& q) {
-    const auto start = clock::now();
-    batch_stats result;
-    if (in_read_section<Flavor>()) {
-      diagnose(misuse_kind::blocking_in_read_section,
-               std::string("rollback_many<") + std::string(Flavor::name) +
-                   "> called inside a read-side section: its grace periods would deadlock (memb, mb, bp) "
-                   "or drop the reader's protection (qsbr)");
-      result.refused = true;  // misuse_policy::report: nothing changed
-      return result;
+  bool queue_empty() const noexcept { return queue_.empty(); }
+
+  /// Phase 0: may throw; the queue stays as the caller left it.
+  void validate() {
+    if constexpr (hooks_type::has_validate)
+      for (T& obj : queue_) hooks_.validate(obj);
+  }
+
+  /// Takes every queued object: one pass to mark them, one O(1) splice.
+  void adopt_queue(bool dismantle) noexcept {
+    registrable_list& from = queue_access::list(queue_);
+    for (registrable_base& r : from) {
+      access::owner(r) = this;
+      access::lane(r).store(this, std::memory_order_relaxed);
+      access::set_dismantle(r, dismantle);
     }
-    // Phase 0. Every object in an unreg_queue is registered and in no batch: push checks it, and
-    // states only change inside a batch, which takes its objects out of every queue first. So
+    objects().splice(objects().end(), from);
+  }
+
+  bool has_new() const noexcept { return after(unlisted_) != const_cast<typed_lane*>(this)->objects().end(); }
+
+  /// Phases 1 and 2 for the objects that joined since the last call.
+  void close_and_unlist_new(batch_stats& stats) noexcept {
+    const iterator first = after(unlisted_);
+    if (first == objects().end()) return;
+    using typed = typename object_range<T>::iterator;
+    timed(stats, phase::close, [&] { hooks_.close_many(object_range<T>(typed(first), typed(objects().end()))); });
+    timed(stats, phase::unlist, [&] {
+      for (iterator it = first; it != objects().end(); ++it) {
+        hooks_.unlist(access::downcast<T>(*it));
+        access::set_state(*it, reg_state::unregistering);
+        unlisted_ = it;
+      }
+    });
+  }
+
+  /// Phase 3 for the objects unlisted since the last call (dependents they queue come later).
+  void notify_new(batch& b, batch_stats& stats) noexcept {
+    if constexpr (hooks_type::has_notify) {
+      if (notified_ == unlisted_) return;
+      timed(stats, phase::notify, [&] {
+        const iterator stop = unlisted_;
+        for (iterator it = after(notified_);; ++it) {
+          batch_access::set_parent(b, &*it);
+          hooks_.notify(access::downcast<T>(*it), b);
+          if (it == stop) break;
+        }
+        notified_ = stop;
+      });
+      batch_access::set_parent(b, nullptr);
+    } else {
+      notified_ = unlisted_;
+    }
+  }
+
+  void batch_notify(batch& b, batch_stats& stats) noexcept {
+    if constexpr (hooks_type::has_batch_notify) timed(stats, phase::batch_notify, [&] { hooks_.batch_notify(b); });
+  }
+
+  /// Phase 5, newest first (dependents before the objects they hang from). Returns whether any
+  /// hook may have unlinked something readers can reach.
+  bool uninit_all(batch& b, batch_stats& stats) noexcept {
+    bool unlinked = false;
+    if constexpr (hooks_type::has_uninit) {
+      timed(stats, phase::uninit, [&] {
+        for (auto it = objects().rbegin(); it != objects().rend(); ++it)
+          unlinked |= hooks_.uninit(access::downcast<T>(*it), b);
+      });
+    }
+    return unlinked;
+  }
+
+  /// Phase 6, first pass: → unregistered; destroys every object that is free, counts the rest.
+  void drain_scan(ref_drain& d) noexcept {
+    registrable_list& objs = objects();
+    for (auto it = objs.end(); it != objs.begin();) {
+      registrable_base& r = *--it;
+      access::set_state(r, reg_state::unregistered);
+      if (r.refs().begin_drain(&d, &r)) {
+        it = objs.erase(it);
+        release(r);
+      } else {
+        ++d.held;
+      }
+    }
+  }
+
+  void release_held(registrable_base& r) noexcept override {
+    objects().erase(objects().iterator_to(r));
+    release(r);
+  }
+  void rebroadcast(registrable_base& r) noexcept override { hooks_.rebroadcast(access::downcast<T>(r)); }
+  bool has_rebroadcast() const noexcept override { return hooks_type::has_rebroadcast; }
+  void report_stall(const registrable_base& r, std::size_t& reports) noexcept override {
+    const T& obj = access::downcast<T>(const_cast<registrable_base&>(r));
+    diag_text line("waiting for ");
+    try {
+      line += hooks_.name(obj);
+    } catch (...) {
+      line += "<name unavailable: out of memory>";
+    }
+    line += " to become free. Usage count = ";
+    line += r.refs().count();
+    ref_drain::emit(drain_options_of(), line.view());
+    ++reports;
+  }
+
+  void set_drain_options(const drain_options& o) noexcept { drain_opts_ = &o; }
+
+ protected:
+  ~typed_lane() = default;
+
+ private:
+  const drain_options& drain_options_of() const noexcept { return *drain_opts_; }
+
+  iterator after(iterator pos) noexcept { return pos == objects().end() ? objects().begin() : std::next(pos); }
+  iterator after(iterator pos) const noexcept { return const_cast<typed_lane*>(this)->after(pos); }
+
+  /// The one way an object leaves a batch: destroyed, then its tied retirees, then the reference
+  /// it held on its parent is put (which may free the parent in turn).
+  void release(registrable_base& r) noexcept {
+    access::owner(r) = nullptr;
+    access::lane(r).store(nullptr, std::memory_order_relaxed);
+    access::set_state(r, reg_state::released);
+    registrable_base* parent = access::parent(r).exchange(kParentGone, std::memory_order_acq_rel);
+    retire_chain tied;
+    tied.swap(access::tied(r));
+    hooks_.destroy(&access::downcast<T>(r));
+    dispose_all(tied);
+    if (parent != nullptr) parent->refs().put();
+  }
+
+  unreg_queue<T>& queue_;
+  hooks_type hooks_;
+  iterator unlisted_;  // the last object unlisted so far (end(): none)
+  iterator notified_;  // the last object notified so far (end(): none)
+  const drain_options* drain_opts_ = nullptr;
+};
+
+/// The lanes of one batch, built in place (a lane is not movable: objects point at it). Each
+/// lane type is distinct, one per object type, so each is a base of its own.
+template <class... Lanes>
+struct lane_set final : Lanes... {
+  template <class... Specs>
+  lane_set(batch& b, Specs&... specs) noexcept : Lanes(specs.queue, specs.policy, b)... {}
+};
+
+template <class Flavor, class... Lanes>
+class rollback_engine {
+  static constexpr std::size_t kLanes = sizeof...(Lanes);
+  using clock = std::chrono::steady_clock;
+
+ public:
+  template <class... Specs>
+  rollback_engine(grace_domain<Flavor>& d, const rollback_options& o, writer_lock_ref lock, Specs&... specs) noexcept
+      : domain_(d), opts_(o), lock_(lock),
+        pointers_{},
+        batch_(batch_access::make(pointers_.data(), kLanes, d, o.mark_dismantle)),
+        lanes_(batch_, specs...) {
+    pointers_ = {static_cast<lane_base*>(&static_cast<Lanes&>(lanes_))...};
+    each([&](auto& l) { l.set_drain_options(opts_.drain); });
+  }
+
+  batch_stats run() {
+    const auto start = clock::now();
+    batch_stats& stats = batch_access::stats(batch_);
+    if (in_read_section<Flavor>()) {
+      diag_text msg("rollback_many<");
+      msg += Flavor::name;
+      msg += "> called inside a read-side section: its grace periods would deadlock (memb, mb, bp) "
+             "or drop the reader's protection (qsbr)";
+      diagnose(misuse_kind::blocking_in_read_section, msg.view());
+      stats.refused = true;  // misuse_policy::report: nothing changed
+      return stats;
+    }
+    // Phase 0. Every object in an unreg_queue is registered and in no batch (push checks it, and
+    // states only change inside a batch, which takes its objects out of every queue first), so
     // only the policy's validate needs a pass — skipped without one, since each pass over N
     // scattered objects costs several ns per object in cache misses.
-    if constexpr (hooks_type::has_validate_hook) {
-      timed(result, phase::validate, [&] {
-        for (T& obj : q) hooks_.validate(obj);  // may throw: the queue is as the caller left it
-      });
-    }
-    if (q.empty()) return finish(result, start);
+    timed(stats, phase::validate, [&] { each([](auto& l) { l.validate(); }); });
+    bool all_empty = true;
+    each([&](auto& l) { all_empty = all_empty && l.queue_empty(); });
+    if (all_empty) return finish(stats, start);
 
     // --- point of no return ---
-    batch_type b = batch_access::make<T>(domain_);
-    batch_stats& stats = batch_access::stats(b);
-    stats.time_of(phase::validate) = result.time_of(phase::validate);
-    batch_access::adopt_all(b, q, opts_.mark_dismantle);
-    auto& objects = batch_access::objects(b);
-
-    iterator round_first = objects.begin();
-    close_and_unlist(b, stats, round_first);
+    each([&](auto& l) { l.adopt_queue(opts_.mark_dismantle); });
+    each([&](auto& l) { l.close_and_unlist_new(stats); });
     grace_period(stats, phase::grace_period_1);
+    batch_access::passed_gp1(batch_);
 
     // Notify round by round: dependents queued by one round are closed, unlisted, then notified.
-    std::size_t round_len = objects.size();
-    while (round_len > 0) {
+    constexpr bool any_notify = (Lanes::hooks_type::has_notify || ...);
+    for (;;) {
       ++stats.rounds;
-      const std::size_t before = objects.size();
-      iterator last = round_first;
-      if constexpr (!hooks_type::has_any_notify) break;  // only notify can queue dependents
-      timed(stats, phase::notify, [&] {
-        iterator it = round_first;
-        for (std::size_t i = 0; i < round_len; ++i, ++it) {
-          hooks_.notify(*it, b);
-          last = it;
-        }
-      });
-      round_len = objects.size() - before;
-      if (round_len == 0) break;
-      round_first = std::next(last);
-      close_and_unlist(b, stats, round_first);
+      if constexpr (!any_notify) break;  // only notify can queue dependents
+      each([&](auto& l) { l.notify_new(batch_, stats); });
+      bool more = false;
+      each([&](auto& l) { more = more || l.has_new(); });
+      if (!more) break;
+      each([&](auto& l) { l.close_and_unlist_new(stats); });
     }
-    batch_access::close_door(b);
+    batch_access::close_door(batch_);
 
-    timed(stats, phase::batch_notify, [&] { hooks_.batch_notify(b); });
-
+    each([&](auto& l) { l.batch_notify(batch_, stats); });
     bool unlinked = false;
-    if constexpr (hooks_type::has_any_uninit) {
-      timed(stats, phase::uninit, [&] {
-        for (auto it = objects.rbegin(); it != objects.rend(); ++it) unlinked |= hooks_.uninit(*it, b);
-      });
-    }
+    each_reversed([&](auto& l) { unlinked |= l.uninit_all(batch_, stats); });
 
-    if (unlinked || batch_access::unlinked(b) || stats.dependents_added > 0) {
+    if (unlinked || batch_access::unlinked(batch_) || stats.dependents_added > 0) {
       grace_period(stats, phase::grace_period_2);
     }
 
-    stats.objects = objects.size();
+    stats.objects = batch_.size();
     lock_.unlock();
+    timed(stats, phase::destroy, [&] { batch_access::dispose_untied(batch_); });
     timed(stats, phase::ref_drain, [&] {
-      ref_drain<T, Flavor, hooks_type> drain(objects, hooks_, opts_.drain, stats, lock_);
-      drain.run();
+      ref_drain drain(pointers_.data(), kLanes, opts_.drain, stats, lock_);
+      each_reversed([&](auto& l) { l.drain_scan(drain); });
+      drain.template wait<Flavor>();
     });
-    timed(stats, phase::destroy, [&] { batch_access::dispose_retired(b); });
+    timed(stats, phase::destroy, [&] { batch_access::dispose_late(batch_); });
     lock_.relock();
     return finish(stats, start);
   }
 
  private:
-  void close_and_unlist(batch_type& b, batch_stats& stats, iterator first) noexcept {
-    auto& objects = batch_access::objects(b);
-    timed(stats, phase::close, [&] { hooks_.close_many(object_range<T>(first, objects.end())); });
-    timed(stats, phase::unlist, [&] {
-      for (auto it = first; it != objects.end(); ++it) {
-        hooks_.unlist(*it);
-        access::set_state(static_cast<registrable<T>&>(*it), reg_state::unregistering);
-      }
-    });
+  template <class F>
+  void each(F&& f) {
+    (f(static_cast<Lanes&>(lanes_)), ...);
+  }
+  template <class F>
+  void each_reversed(F&& f) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (f(static_cast<std::tuple_element_t<kLanes - 1 - I, std::tuple<Lanes...>>&>(lanes_)), ...);
+    }(std::make_index_sequence<kLanes>{});
   }
 
   void grace_period(batch_stats& stats, phase which) noexcept {
@@ -208,52 +408,112 @@ class rollback_engine {
     });
   }
 
-  template <class F>
-  static void timed(batch_stats& stats, phase p, F&& f) {
-    const auto t0 = clock::now();
-    std::forward<F>(f)();
-    stats.time_of(p) += std::chrono::duration_cast<batch_stats::duration>(clock::now() - t0);
-  }
-
   batch_stats finish(batch_stats& stats, clock::time_point start) noexcept {
     stats.elapsed = std::chrono::duration_cast<batch_stats::duration>(clock::now() - start);
     stats.lock_hold = stats.elapsed - std::chrono::duration_cast<batch_stats::duration>(lock_.released_for());
     return stats;
   }
 
-  hooks_type hooks_;
   grace_domain<Flavor>& domain_;
   const rollback_options& opts_;
   writer_lock_ref lock_;
+  std::array<lane_base*, kLanes> pointers_;
+  batch batch_;
+  lane_set<Lanes...> lanes_;
 };
+
+template <class Flavor, class... Specs>
+batch_stats run_lanes(grace_domain<Flavor>& d, const rollback_options& o, writer_lock_ref lock, Specs&... specs) {
+  static_assert(sizeof...(Specs) >= 1, "rcubatch: rollback_many needs at least one lane");
+  rollback_engine<Flavor, typed_lane<typename Specs::object_type, typename Specs::policy_type>...> engine(
+      d, o, lock, specs...);
+  return engine.run();
+}
+
+/// A lane as the engine sees it: the queue and the policy as an lvalue of its own type.
+template <class T, class P>
+struct lane_ref {
+  using object_type = T;
+  using policy_type = P;  // may be const
+  unreg_queue<T>& queue;
+  P& policy;
+};
+template <class T, class Policy>
+lane_ref<T, std::remove_reference_t<Policy>> ref_of(lane_spec<T, Policy>& s) noexcept {
+  return {s.queue, s.policy};
+}
+
+template <class... T>
+constexpr bool distinct_types() {
+  constexpr std::size_t n = sizeof...(T);
+  const void* keys[n] = {&lane_key<T>...};
+  for (std::size_t i = 0; i < n; ++i)
+    for (std::size_t j = i + 1; j < n; ++j)
+      if (keys[i] == keys[j]) return false;
+  return true;
+}
+
+template <class Flavor, class... T, class... P>
+batch_stats run_specs(grace_domain<Flavor>& d, const rollback_options& o, writer_lock_ref lock,
+                      lane_spec<T, P>&... specs) {
+  auto refs = std::make_tuple(ref_of(specs)...);
+  return std::apply([&](auto&... r) { return run_lanes(d, o, lock, r...); }, refs);
+}
 
 }  // namespace detail
 
-/// Unregisters every object in `q` as one batch (see the file comment). `q` is empty on return,
-/// except under misuse_policy::report when the call was refused (stats.refused).
+/// Effects: unregisters every object in `q` as one batch (see the file comment). `q` is empty on
+/// return, except under misuse_policy::report when the call was refused (stats.refused).
 /// Requires: the caller holds the registry's writer lock; not inside a read-side section.
 /// Throws: misuse_error (throw_error policy) or what policy.validate throws — nothing changed then.
 /// Blocking: up to two grace periods, then until every object's references are dropped.
+/// Complexity: O(N) hook calls for N objects, dependents included.
 template <class T, class Policy, class Flavor>
 batch_stats rollback_many(unreg_queue<T>& q, Policy&& policy, grace_domain<Flavor>& domain,
                           const rollback_options& opts = {}) {
-  detail::rollback_engine<T, Flavor, std::remove_reference_t<Policy>> engine(policy, domain, opts, {});
-  return engine.run(q);
+  detail::lane_ref<T, std::remove_reference_t<Policy>> l{q, policy};
+  return detail::run_lanes(domain, opts, {}, l);
 }
 
 /// As above, with the grace-period waits and the ref drain run outside the caller's `lock`.
 template <class T, class Policy, class Flavor, class Lockable>
 batch_stats rollback_many(unreg_queue<T>& q, Policy&& policy, grace_domain<Flavor>& domain,
                           unlock_during_waits<Lockable> lock, const rollback_options& opts = {}) {
-  detail::rollback_engine<T, Flavor, std::remove_reference_t<Policy>> engine(
-      policy, domain, opts, detail::writer_lock_ref(lock.lock));
-  return engine.run(q);
+  detail::lane_ref<T, std::remove_reference_t<Policy>> l{q, policy};
+  return detail::run_lanes(domain, opts, detail::writer_lock_ref(lock.lock), l);
 }
 
-/// One object through the same code path: a batch of one.
-template <class T, class Policy, class Flavor>
-batch_stats unregister_one(T& obj, Policy&& policy, grace_domain<Flavor>& domain,
-                           const rollback_options& opts = {}) {
+/// Several object types in one batch: one lane(queue, policy) per type, sharing grace periods #1
+/// and #2. A hook of any lane may queue dependents of any lane's type.
+/// Requires: as above; each type has at most one lane (a compile error otherwise).
+template <class Flavor, class... T, class... P>
+batch_stats rollback_many(grace_domain<Flavor>& domain, lane_spec<T, P>... lanes) {
+  static_assert(detail::distinct_types<T...>(), "rcubatch: rollback_many: each object type may have one lane only");
+  return detail::run_specs(domain, rollback_options{}, {}, lanes...);
+}
+template <class Flavor, class... T, class... P>
+batch_stats rollback_many(grace_domain<Flavor>& domain, const rollback_options& opts, lane_spec<T, P>... lanes) {
+  static_assert(detail::distinct_types<T...>(), "rcubatch: rollback_many: each object type may have one lane only");
+  return detail::run_specs(domain, opts, {}, lanes...);
+}
+template <class Flavor, class Lockable, class... T, class... P>
+batch_stats rollback_many(grace_domain<Flavor>& domain, unlock_during_waits<Lockable> lock,
+                          lane_spec<T, P>... lanes) {
+  static_assert(detail::distinct_types<T...>(), "rcubatch: rollback_many: each object type may have one lane only");
+  return detail::run_specs(domain, rollback_options{}, detail::writer_lock_ref(lock.lock), lanes...);
+}
+template <class Flavor, class Lockable, class... T, class... P>
+batch_stats rollback_many(grace_domain<Flavor>& domain, unlock_during_waits<Lockable> lock,
+                          const rollback_options& opts, lane_spec<T, P>... lanes) {
+  static_assert(detail::distinct_types<T...>(), "rcubatch: rollback_many: each object type may have one lane only");
+  return detail::run_specs(domain, opts, detail::writer_lock_ref(lock.lock), lanes...);
+}
+
+/// Effects: unregisters one object (of type U, or derived from its registrable base) through the
+/// same code path: a batch of one. Returns stats.skipped = 1 if the object was refused (report).
+template <class U, class Policy, class Flavor>
+batch_stats unregister_one(U& obj, Policy&& policy, grace_domain<Flavor>& domain, const rollback_options& opts = {}) {
+  using T = registrable_type_t<U>;
   unreg_queue<T> q;
   // GCC 12 -Wdangling-pointer: push stores &q in obj; rollback_many (or q's destructor) always
   // clears it before q goes away, which the compiler cannot see.

@@ -1,12 +1,15 @@
 // rcubatch/unreg_queue.hpp — the objects a caller wants unregistered together.
 //
-//   rcubatch::unreg_queue<device> q;
-//   for (device* d : doomed) q.push(*d);          // O(1), no allocation
+//   rcubatch::unreg_queue<session> q;
+//   for (session* s : doomed) q.push(*s);         // O(1), no allocation
 //   rcubatch::rollback_many(q, policy, domain);   // one batch, ≤ 2 GPs
 //
 // What a registry's dellink(obj, queue) fills (the kernel's unregister_netdevice_queue). Queueing
 // is idempotent — pushing an object already in this queue moves it to the tail and never links it
 // twice (the veth lesson: a driver may queue itself and its peer, and get queued again).
+// unreg_queue<T> takes T and anything derived from it: T is the type whose registrable<T> base
+// the objects share (a queue of the base type needs T to have a virtual destructor, or a
+// policy whose destroy knows the real type: see push).
 //
 // Thread safety: none of its own; use it under the registry's writer lock like the registry.
 // Misuse, diagnosed by policy (misuse.hpp), the object left where it was:
@@ -18,114 +21,192 @@
 #pragma once
 
 #include <cstddef>
-#include <string>
-
-#include <boost/intrusive/list.hpp>
+#include <iterator>
+#include <type_traits>
 
 #include "rcubatch/registrable.hpp"
 
 namespace rcubatch {
 
 namespace detail {
-template <class T>
-using unreg_list = boost::intrusive::list<T, boost::intrusive::base_hook<unreg_hook>,
-                                          boost::intrusive::constant_time_size<true>>;
+struct queue_access;
+
+/// An iterator over a registrable_list that yields the objects as T&.
+template <class T, class BaseIterator>
+class typed_iterator {
+ public:
+  using iterator_category = std::bidirectional_iterator_tag;
+  using value_type = std::remove_const_t<T>;
+  using difference_type = std::ptrdiff_t;
+  using pointer = T*;
+  using reference = T&;
+
+  typed_iterator() noexcept = default;
+  explicit typed_iterator(BaseIterator it) noexcept : it_(it) {}
+  typed_iterator(const typed_iterator& other) noexcept : it_(other.it_) {}
+  typed_iterator& operator=(const typed_iterator& other) noexcept {
+    it_ = other.it_;
+    return *this;
+  }
+
+  T& operator*() const noexcept {
+    return static_cast<T&>(static_cast<std::conditional_t<std::is_const_v<T>, const registrable<value_type>&,
+                                                            registrable<value_type>&>>(*it_));
+  }
+  T* operator->() const noexcept { return &**this; }
+  typed_iterator& operator++() noexcept {
+    ++it_;
+    return *this;
+  }
+  typed_iterator operator++(int) noexcept {
+    typed_iterator old = *this;
+    ++it_;
+    return old;
+  }
+  typed_iterator& operator--() noexcept {
+    --it_;
+    return *this;
+  }
+  typed_iterator operator--(int) noexcept {
+    typed_iterator old = *this;
+    --it_;
+    return old;
+  }
+  friend bool operator==(const typed_iterator& a, const typed_iterator& b) noexcept { return a.it_ == b.it_; }
+  BaseIterator base() const noexcept { return it_; }
+
+ private:
+  BaseIterator it_{};
+};
 
 /// The diagnostic half of check_queueable, out of line so the check itself inlines into push.
-template <class T>
-[[gnu::cold, gnu::noinline]] bool refuse_unqueueable(const registrable<T>& obj, const char* where) {
+[[gnu::cold, gnu::noinline]] inline bool refuse_unqueueable(const registrable_base& obj, const char* where) {
   const reg_state s = obj.state();
   const misuse_kind kind = s == reg_state::uninitialized ? misuse_kind::not_registered
                                                          : misuse_kind::already_unregistering;
-  const char* why = s == reg_state::registered ? " and already in a running batch" : "";
-  diagnose(kind, std::string(where) + ": object is " + std::string(to_string(s)) + why +
-                     ", only registered objects can be unregistered");
+  diag_text msg(where);
+  msg += ": object is ";
+  msg += to_string(s);
+  if (s == reg_state::registered) msg += " and already in a running batch";
+  msg += ", only registered objects can be unregistered";
+  diagnose(kind, msg.view());
   return false;
 }
 
-/// Checks that `obj` may join a queue or batch. Returns false under misuse_policy::report.
-template <class T>
-bool check_queueable(const registrable<T>& obj, const char* where) {
-  if (obj.state() == reg_state::registered && registrable_access::batch(obj) == nullptr) [[likely]]
+/// Checks that `obj` may join a queue. Returns false under misuse_policy::report.
+inline bool check_queueable(const registrable_base& obj, const char* where) {
+  if (obj.state() == reg_state::registered && registrable_access::lane(obj).load(std::memory_order_relaxed) == nullptr) [[likely]]
     return true;
   return refuse_unqueueable(obj, where);
+}
+
+/// Checks, at compile time, that a U may be queued where T objects are.
+template <class T, class U>
+constexpr void check_queueable_type() {
+  static_assert(std::is_base_of_v<T, U>, "rcubatch: the object's type is not T or derived from T");
+  static_assert(std::is_same_v<registrable_type_t<U>, T>,
+                "rcubatch: the object's registrable<X> base is not the queue's T: queue it in an unreg_queue<X>");
+  static_assert(std::is_same_v<T, U> || std::has_virtual_destructor_v<T>,
+                "rcubatch: an object of a type derived from T is queued as T, and T has no virtual destructor: "
+                "the default destroy (delete through T*) would be undefined behaviour. Give T a virtual "
+                "destructor, or use unreg_queue<Derived>, or push static_cast<T&>(obj) if your policy's "
+                "destroy(T*) deletes the right type");
 }
 }  // namespace detail
 
 template <class T>
 class unreg_queue {
+  static_assert(std::is_same_v<registrable_type_t<T>, T>,
+                "rcubatch: unreg_queue<T> needs T to derive from rcubatch::registrable<T> (the queue's T is "
+                "the type named in the registrable base)");
   using access = detail::registrable_access;
+  using list_type = detail::registrable_list;
 
  public:
-  using list_type = detail::unreg_list<T>;
-  using iterator = typename list_type::iterator;
-  using const_iterator = typename list_type::const_iterator;
+  using value_type = T;
+  using iterator = detail::typed_iterator<T, list_type::iterator>;
+  using const_iterator = detail::typed_iterator<const T, list_type::const_iterator>;
 
   unreg_queue() = default;
   unreg_queue(const unreg_queue&) = delete;
   unreg_queue& operator=(const unreg_queue&) = delete;
   ~unreg_queue() { clear(); }
 
-  /// Queues `obj` (moves it to the tail if already here). Returns false if it was refused under
-  /// misuse_policy::report; throws misuse_error under throw_error. Complexity: O(1).
-  bool push(T& obj) {
-    registrable<T>& r = obj;
+  /// Effects: queues `obj` (moves it to the tail if already here).
+  /// Requires: obj is registered and in no running batch; U is T or derived from it (a derived
+  /// U needs T's destructor virtual — a compile error otherwise; see check_queueable_type).
+  /// Returns: false if it was refused under misuse_policy::report.
+  /// Throws: misuse_error under misuse_policy::throw_error, changing nothing.
+  /// Complexity: O(1), no allocation.
+  template <class U>
+  bool push(U& obj) {
+    detail::check_queueable_type<T, U>();
+    detail::registrable_base& r = static_cast<registrable<T>&>(static_cast<T&>(obj));
     if (!detail::check_queueable(r, "unreg_queue::push")) return false;
     const void*& owner = access::owner(r);
     if (owner == this) {
-      list_.erase(list_.iterator_to(obj));
+      list_.erase(list_.iterator_to(r));
     } else if (owner != nullptr) {
       detail::diagnose(misuse_kind::queued_in_other_queue,
                        "unreg_queue::push: object already sits in another unregistration queue; "
                        "one object belongs to one batch");
-      unlink_from_other_queue(obj);  // report policy: move it here, as the kernel's list_move does
+      unlink_from_other_queue(r);  // report policy: move it here, as the kernel's list_move does
     }
-    list_.push_back(obj);
+    list_.push_back(r);
     owner = this;
     return true;
   }
 
-  /// Removes `obj` if it is queued here; no effect otherwise. Complexity: O(1).
+  /// Effects: removes `obj` if it is queued here; no effect otherwise. Complexity: O(1).
   void remove(T& obj) noexcept {
-    registrable<T>& r = obj;
+    detail::registrable_base& r = static_cast<registrable<T>&>(obj);
     if (access::owner(r) != this) return;
-    list_.erase(list_.iterator_to(obj));
+    list_.erase(list_.iterator_to(r));
     access::owner(r) = nullptr;
   }
 
   bool contains(const T& obj) const noexcept {
-    return access::owner(const_cast<registrable<T>&>(static_cast<const registrable<T>&>(obj))) == this;
+    return access::owner(static_cast<const registrable<T>&>(obj)) == this;
   }
 
   std::size_t size() const noexcept { return list_.size(); }
   bool empty() const noexcept { return list_.empty(); }
-  iterator begin() noexcept { return list_.begin(); }
-  iterator end() noexcept { return list_.end(); }
-  const_iterator begin() const noexcept { return list_.begin(); }
-  const_iterator end() const noexcept { return list_.end(); }
+  iterator begin() noexcept { return iterator(list_.begin()); }
+  iterator end() noexcept { return iterator(list_.end()); }
+  const_iterator begin() const noexcept { return const_iterator(list_.begin()); }
+  const_iterator end() const noexcept { return const_iterator(list_.end()); }
 
-  /// Unqueues everything; the objects stay registered.
+  /// Effects: unqueues everything; the objects stay registered. Complexity: O(size()).
   void clear() noexcept {
-    list_.clear_and_dispose([](T* obj) { access::owner(*static_cast<registrable<T>*>(obj)) = nullptr; });
-  }
-
-  /// For rollback_many: calls `adopt(obj)` for each queued object (which must set its owner),
-  /// then moves them all to the end of `into` (the batch's list) in one O(1) splice.
-  template <class Adopt>
-  void splice_into(list_type& into, Adopt&& adopt) noexcept {
-    for (T& obj : list_) adopt(static_cast<registrable<T>&>(obj));
-    into.splice(into.end(), list_);
+    list_.clear_and_dispose([](detail::registrable_base* obj) { access::owner(*obj) = nullptr; });
   }
 
  private:
+  friend struct detail::queue_access;
+
   // Only queues are owners here: objects in a running batch are refused by check_queueable.
-  static void unlink_from_other_queue(T& obj) noexcept {
-    auto* other = static_cast<unreg_queue*>(const_cast<void*>(access::owner(static_cast<registrable<T>&>(obj))));
-    other->list_.erase(other->list_.iterator_to(obj));
-    access::owner(static_cast<registrable<T>&>(obj)) = nullptr;
+  static void unlink_from_other_queue(detail::registrable_base& r) noexcept {
+    auto* other = static_cast<unreg_queue*>(const_cast<void*>(access::owner(r)));
+    other->list_.erase(other->list_.iterator_to(r));
+    access::owner(r) = nullptr;
   }
 
   list_type list_;
 };
+
+namespace detail {
+/// What a batch needs of a queue: its list (to splice) and the queue a queued object sits in.
+struct queue_access {
+  template <class T>
+  static registrable_list& list(unreg_queue<T>& q) noexcept { return q.list_; }
+  /// Takes `r` out of the queue that owns it (a cascade stealing a dependent from a queue).
+  template <class T>
+  static void remove_from_owner(registrable_base& r) noexcept {
+    auto* q = static_cast<unreg_queue<T>*>(const_cast<void*>(registrable_access::owner(r)));
+    q->list_.erase(q->list_.iterator_to(r));
+    registrable_access::owner(r) = nullptr;
+  }
+};
+}  // namespace detail
 
 }  // namespace rcubatch

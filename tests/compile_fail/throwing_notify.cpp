@@ -4,7 +4,7 @@
 
 struct obj : rcubatch::registrable<obj> {};
 struct bad_policy {
-  void notify(obj&, rcubatch::batch<obj, rcubatch::counting_flavor<>>&) {}  // missing noexcept
+  void notify(obj&, rcubatch::batch&) {}  // missing noexcept
 };
 
 int main() {

@@ -5,7 +5,7 @@
 struct obj : rcubatch::registrable<obj> {};
 using flavor = rcubatch::counting_flavor<>;
 struct bad_policy {
-  bool uninit(obj&, rcubatch::batch<obj, flavor>&) { return true; }  // missing noexcept
+  bool uninit(obj&, rcubatch::batch&) { return true; }  // missing noexcept
 };
 
 int main() {

@@ -115,11 +115,11 @@ struct tree_policy {
     if (x.parent) std::erase(x.parent->children, &x);
     x.parent = nullptr;
   }
-  void notify(node& x, rcubatch::batch<node, Flavor>& b) noexcept {
+  void notify(node& x, rcubatch::batch& b) noexcept {
     ++n.notify;
     for (node* c : x.children) b.queue(*c);
   }
-  void uninit(node& x, rcubatch::batch<node, Flavor>& b) noexcept {
+  void uninit(node& x, rcubatch::batch& b) noexcept {
     ++n.uninit;
     sub* s = std::exchange(x.s, nullptr);
     if (!s) return;

@@ -41,6 +41,7 @@ struct gadget : rcubatch::registrable<gadget> {
 
 /// Keeps released gadgets alive so a test can misuse them after their batch.
 struct keep_policy {
+  static constexpr bool publishes_nothing() { return true; }
   int destroyed = 0;
   void destroy(gadget*) noexcept { ++destroyed; }
 };
@@ -366,9 +367,10 @@ TEST_F(misuse_fixture, register_twice_per_policy) {
 
 // ================================ batch::queue after the notify phase ===========================
 struct late_queue_policy {
+  static constexpr bool publishes_nothing() { return true; }
   gadget* late;
   bool accepted = true;
-  void uninit(gadget&, rcubatch::batch<gadget, CF>& b) noexcept { accepted = b.queue(*late); }
+  void uninit(gadget&, rcubatch::batch& b) noexcept { accepted = b.queue(*late); }
   void destroy(gadget*) noexcept {}
 };
 
@@ -383,12 +385,12 @@ TEST_F(misuse_fixture, queueing_a_dependent_from_uninit_is_reported_not_thrown_a
     rcubatch::unreg_queue<gadget> q;
     q.push(a);
     late_queue_policy lp{&late};
-    const auto before = count(misuse_kind::already_unregistering);
+    const auto before = count(misuse_kind::queued_too_late);
     const auto st = rcubatch::rollback_many(q, lp, d);
     EXPECT_FALSE(lp.accepted);
     EXPECT_EQ(st.objects, 1u);
-    EXPECT_EQ(count(misuse_kind::already_unregistering), before + 1);
-    EXPECT_EQ(g_cap.last_kind, misuse_kind::already_unregistering);
+    EXPECT_EQ(count(misuse_kind::queued_too_late), before + 1);
+    EXPECT_EQ(g_cap.last_kind, misuse_kind::queued_too_late);
     EXPECT_EQ(late.state(), reg_state::registered) << "left out of the batch, untouched";
     EXPECT_FALSE(late.dismantling());
     rcubatch::unregister_one(late, keep_policy{}, d);

@@ -170,7 +170,7 @@ struct stress_policy {
     w.remove_live(o);
   }
 
-  void notify(object& o, rcubatch::batch<object, Flavor>& b) noexcept {
+  void notify(object& o, rcubatch::batch& b) noexcept {
     // Children unlist themselves (and leave o.children) only in the next round, so this loop
     // does not see the vector change.
     for (object* child : o.children) {
@@ -178,7 +178,7 @@ struct stress_policy {
     }
   }
 
-  bool uninit(object& o, rcubatch::batch<object, Flavor>& b) noexcept {
+  bool uninit(object& o, rcubatch::batch& b) noexcept {
     sub_object* sb = o.sub;
     if (sb == nullptr) return false;  // nothing unlinked: lets a cascade-free batch skip GP #2
     s.sub_slots[o.slot].store(nullptr, std::memory_order_release);

@@ -76,7 +76,7 @@ template <class Flavor>
 class registry final : private grace_periods {
  public:
   using domain_type = rcubatch::grace_domain<Flavor>;
-  using batch_type = rcubatch::batch<net_device, Flavor>;
+  using batch_type = rcubatch::batch;
 
   explicit registry(unreg_mode mode = unreg_mode::batched)
       : mode_(mode), flavor_(&Flavor::table()), init_net_(std::make_unique<netns>("", flavor_)) {
