@@ -129,7 +129,7 @@ TEST(read_guard, registered_threads_bp_and_adopted_registrations_are_not_diagnos
 TEST(read_guard, thread_registrations_nest_and_only_the_outermost_unregisters) {
   thread_registration<flavor::qsbr> outer;
   {
-    thread_registration<flavor::qsbr> inner;  // liburcu would link the thread twice
+    thread_registration<flavor::qsbr> inner;  // a second liburcu register_thread would abort
   }
   EXPECT_TRUE(flavor::qsbr::read_ongoing()) << "the inner registration's end left the thread registered";
 }

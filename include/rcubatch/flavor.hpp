@@ -62,7 +62,7 @@ using rcu_callback = void (*)(rcu_head*);
 ///
 ///   name                  the liburcu flavor name ("memb", "qsbr", ...), for messages.
 ///   quiescent_state_based true for qsbr: an online registered thread is a reader at all times.
-///   register_thread()     Requires: not registered (liburcu corrupts its registry otherwise; use
+///   register_thread()     Requires: not registered (liburcu 0.13.2 asserts and aborts; use
 ///                         thread_registration, which counts nesting). Blocking: takes liburcu's
 ///                         registry mutex. QSBR: the thread is online on return.
 ///   unregister_thread()   Requires: registered, outside any read-side section. Blocking: registry

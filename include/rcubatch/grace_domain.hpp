@@ -195,6 +195,8 @@ class grace_domain {
   /// cookie was taken is served by that GP (coalesced) instead of running its own.
   void wait_until_elapsed(gp_cookie c) noexcept {
     std::lock_guard lock(gp_mutex_);
+    // GPs run only under this mutex, so here the sequence is even: a GP in progress cannot be
+    // mistaken for an ended one at this point (the race with one is in the lock-free paths).
     if (reached(c)) {
       coalesced_.fetch_add(1, std::memory_order_relaxed);
     } else {
