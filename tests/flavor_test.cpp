@@ -61,6 +61,32 @@ TYPED_TEST(flavor_test, synchronize_returns_when_no_reader_is_inside_a_section) 
   SUCCEED() << F::name;  // a hang here would be the failure
 }
 
+std::atomic<unsigned long> g_reports_in_callback{~0ul};
+std::atomic<bool> g_callback_was_in_section{false};
+void read_in_callback(rcu_head* h) {
+  const unsigned long before = misuse_count(misuse_kind::reader_not_registered);
+  {
+    read_guard<flavor::memb> guard;  // liburcu registered its worker; rcubatch knows it
+    g_callback_was_in_section = in_read_section<flavor::memb>();
+  }
+  g_reports_in_callback = misuse_count(misuse_kind::reader_not_registered) - before;
+  delete reinterpret_cast<counted_head*>(h);
+}
+
+TEST(flavor, a_call_after_grace_period_callback_may_open_a_read_guard_undiagnosed) {
+  thread_registration<flavor::memb> reg;
+  call_after_grace_period<flavor::memb, &read_in_callback>(&(new counted_head{})->head);
+  flavor::memb::barrier();
+  EXPECT_EQ(g_reports_in_callback.load(), 0u) << "the call_rcu worker counted as unregistered";
+  EXPECT_TRUE(g_callback_was_in_section.load());
+}
+
+TEST(flavor, only_bp_and_the_test_double_register_lazily) {
+  static_assert(registers_lazily<flavor::bp> && registers_lazily<counting_flavor<>>);
+  static_assert(!registers_lazily<flavor::memb> && !registers_lazily<flavor::qsbr> &&
+                !registers_lazily<flavor::mb>);
+}
+
 TEST(flavor, names_are_the_liburcu_flavor_names) {
   EXPECT_EQ(flavor::memb::name, "memb");
   EXPECT_EQ(flavor::qsbr::name, "qsbr");

@@ -8,7 +8,13 @@
 // It lets a test assert exact grace-period counts ("this batch costs 2 GPs whatever N") without
 // timing anything. It provides no real RCU protection: use it only where no other thread reads.
 // call() queues the callback; the next synchronize() or barrier() runs every queued one, in order.
-// on_synchronize, when set, runs inside every synchronize — tests use it to record phase order.
+// on_synchronize, when set, runs inside every synchronize — tests use it to record phase order,
+// or to hold a grace period "in progress" on one thread while another races it.
+// Threads need no registration (registers_lazily): there is no protection to forget.
+//
+// Contracts, for every member: Throws: nothing. Blocking: never, except synchronize() and
+// barrier(), which block only as long as the on_synchronize hook / the queued callbacks do.
+// The rcu_flavor functions do what flavor.hpp's concept table says, minus the waiting.
 #pragma once
 
 #include <atomic>
@@ -24,6 +30,7 @@ template <class Tag = void>
 struct counting_flavor {
   static constexpr std::string_view name = "counting";
   static constexpr bool quiescent_state_based = false;
+  static constexpr bool registers_lazily = true;
 
   static void register_thread() noexcept {}
   static void unregister_thread() noexcept {}
@@ -34,29 +41,41 @@ struct counting_flavor {
   static void thread_offline() noexcept {}
   static void thread_online() noexcept {}
 
+  /// Effects: counts one GP, calls on_synchronize (if set), then runs every callback queued by
+  /// call() so far, in order. Complexity: O(queued callbacks).
   static void synchronize() noexcept {
     synchronize_count_.fetch_add(1);
     if (auto hook = on_synchronize) hook();
     run_callbacks();
   }
+  /// Effects: queues f(h) for the next synchronize() or barrier(). Requires: h valid until then.
+  /// Complexity: amortized O(1) (may allocate: a std::bad_alloc here ends in std::terminate).
   static void call(rcu_head* h, rcu_callback f) noexcept {
     std::lock_guard lock(mutex_);
     h->func = f;
     pending_.push_back(h);
   }
+  /// Effects: counts one barrier, then runs every queued callback. Complexity: O(queued).
   static void barrier() noexcept {
     barrier_count_.fetch_add(1);
     run_callbacks();
   }
 
+  /// synchronize() calls since the last reset(), for this Tag. O(1).
   static unsigned long synchronizes() noexcept { return synchronize_count_.load(); }
+  /// barrier() calls since the last reset(), for this Tag. O(1).
   static unsigned long barriers() noexcept { return barrier_count_.load(); }
+  /// Effects: zeroes both counts and clears on_synchronize (queued callbacks stay queued).
+  /// Requires: no thread is inside synchronize() or barrier() of this Tag.
   static void reset() noexcept {
     synchronize_count_ = 0;
     barrier_count_ = 0;
     on_synchronize = nullptr;
   }
 
+  /// Called inside every synchronize(), on the calling thread, between the domain's "GP started"
+  /// and "GP ended" marks. A plain function pointer: tests share state through globals.
+  /// Requires: set and cleared only while no thread is inside synchronize() of this Tag.
   static inline void (*on_synchronize)() noexcept = nullptr;
 
  private:

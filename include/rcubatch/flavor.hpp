@@ -56,6 +56,33 @@ namespace rcubatch {
 
 using rcu_callback = void (*)(rcu_head*);
 
+/// What a flavor is: the contract of each function, shared by the four liburcu flavors below and
+/// by test doubles (each struct's members only forward to liburcu, so they are not repeated there).
+/// "Registered" means between register_thread() and unregister_thread() on the calling thread.
+///
+///   name                  the liburcu flavor name ("memb", "qsbr", ...), for messages.
+///   quiescent_state_based true for qsbr: an online registered thread is a reader at all times.
+///   register_thread()     Requires: not registered (liburcu 0.13.2 asserts and aborts; use
+///                         thread_registration, which counts nesting). Blocking: takes liburcu's
+///                         registry mutex. QSBR: the thread is online on return.
+///   unregister_thread()   Requires: registered, outside any read-side section. Blocking: registry
+///                         mutex. bp: a no-op (bp threads are unregistered at thread exit).
+///   read_lock()/read_unlock()  Requires: registered (bp: registers on first use); nest freely.
+///                         Blocking: never; memb: a compiler barrier, no fence. qsbr: no-ops.
+///   read_ongoing()        memb, mb, bp: inside read_lock/read_unlock; qsbr: the thread is online.
+///   quiescent_state()     qsbr: "I hold no protected pointer"; Requires: registered, online, in
+///                         no read-side section. Others: a no-op.
+///   thread_offline()/thread_online()  qsbr: leave/rejoin the readers GPs wait for; not nestable
+///                         (use offline_scope, which is). Others: no-ops.
+///   synchronize()         Effects: returns after every read-side section that began before the
+///                         call has ended. Requires: outside any read-side section (deadlock for
+///                         memb, mb, bp; qsbr goes offline for the wait). Blocking: yes, a GP.
+///   call(head, cb)        Effects: cb(head) runs on liburcu's worker after a grace period.
+///                         Requires: registered caller; head valid until cb runs. Blocking: never.
+///   barrier()             Effects: waits for every call() callback queued before it.
+///                         Requires: outside any read-side section. Blocking: yes.
+///   table() (liburcu flavors only)  liburcu's rcu_flavor_struct, for cds_lfht_new_flavor.
+/// None of them throws.
 template <class F>
 concept rcu_flavor = requires(rcu_head* head, rcu_callback cb) {
   { F::name } -> std::convertible_to<std::string_view>;
@@ -135,6 +162,7 @@ struct mb {
 struct bp {
   static constexpr std::string_view name = "bp";
   static constexpr bool quiescent_state_based = false;
+  static constexpr bool registers_lazily = true;
   static void register_thread() noexcept { urcu_bp_register_thread(); }
   static void unregister_thread() noexcept {}
   static void read_lock() noexcept { urcu_bp_read_lock(); }
@@ -155,18 +183,58 @@ struct bp {
 static_assert(rcu_flavor<flavor::memb> && rcu_flavor<flavor::qsbr> && rcu_flavor<flavor::mb> &&
               rcu_flavor<flavor::bp>);
 
+/// True when threads of F need no registration before their first read_lock: a flavor says so
+/// with `static constexpr bool registers_lazily = true;` (bp, which registers on first use; the
+/// counting_flavor test double, which protects nothing). read_guard diagnoses the others.
+template <class F>
+inline constexpr bool registers_lazily = [] {
+  if constexpr (requires { F::registers_lazily; }) {
+    return static_cast<bool>(F::registers_lazily);
+  } else {
+    return false;
+  }
+}();
+
 namespace detail {
-/// Read-side nesting depth as seen through read_guard, per thread and flavor. It is how rcubatch
-/// tells "inside a read-side section" under QSBR, where liburcu's own read_ongoing() means "online".
+/// What rcubatch knows about the calling thread as a reader of Flavor. liburcu 0.13.2 keeps a
+/// `registered` bit in its own per-thread reader struct (urcu_memb_reader etc., an exported TLS
+/// symbol), but the struct's layout is only declared by the LGPL static headers that need
+/// _LGPL_SOURCE, which rcubatch does not define; copying that private layout would break silently
+/// on the next liburcu. So rcubatch keeps its own flags, set by thread_registration and
+/// offline_scope: a thread registered by calling liburcu directly must say so
+/// (thread_registration<F>{adopt_registration}). One struct, so read_guard's fast path reads one
+/// flag (`ready`) in the same cache line as the depth it updates anyway.
 template <class Flavor>
-inline thread_local unsigned read_depth = 0;
+struct reader_state {
+  unsigned read_depth = 0;         ///< read_guards open (QSBR: liburcu's read_ongoing means online)
+  unsigned registrations = 0;      ///< thread_registration objects alive, nested ones included
+  unsigned adoptions = 0;          ///< thread_registration{adopt_registration} objects alive
+  unsigned offline_depth = 0;      ///< offline_scopes alive (the outermost took the thread offline)
+  bool liburcu_worker = false;     ///< a call_rcu worker, registered by liburcu for its lifetime
+  bool auto_registered = false;    ///< registered by read_guard after a reader_not_registered report
+  bool online_for_guard = false;   ///< QSBR: the outermost guard brought an offline thread online
+  bool ready = registers_lazily<Flavor>;  ///< registered and (QSBR) online: read_guard's fast path
+
+  bool registered() const noexcept {
+    return registers_lazily<Flavor> || registrations != 0 || adoptions != 0 || liburcu_worker || auto_registered;
+  }
+  bool offline() const noexcept {
+    return Flavor::quiescent_state_based && offline_depth != 0 && !online_for_guard;
+  }
+  void update() noexcept { ready = registered() && !offline(); }
+};
+
+template <class Flavor>
+inline thread_local reader_state<Flavor> reader{};
 }  // namespace detail
 
-/// True when the calling thread is inside a read-side section of Flavor, where blocking on a grace
-/// period deadlocks (memb, mb, bp) or silently drops the reader's protection (qsbr).
+/// Effects: true when the calling thread is inside a read-side section of Flavor, where blocking
+/// on a grace period deadlocks (memb, mb, bp) or silently drops the reader's protection (qsbr):
+/// a read_guard<Flavor> is open, or (not qsbr) liburcu's own read_ongoing() says so.
+/// Complexity: O(1); one liburcu call for memb, mb and bp. Blocking: never.
 template <class Flavor>
 bool in_read_section() noexcept {
-  if (detail::read_depth<Flavor> > 0) return true;
+  if (detail::reader<Flavor>.read_depth > 0) return true;
   if constexpr (Flavor::quiescent_state_based) {
     return false;
   } else {
@@ -174,15 +242,23 @@ bool in_read_section() noexcept {
   }
 }
 
-/// Runs Cb(head) after a grace period on liburcu's call_rcu worker (Flavor::call), with the
-/// ThreadSanitizer edge the raw call lacks: everything the caller did before is visible to Cb.
+/// Effects: runs Cb(head) after a grace period on liburcu's call_rcu worker (Flavor::call), with
+/// the ThreadSanitizer edge the raw call lacks: everything the caller did before is visible to Cb.
 /// liburcu overwrites head->func, so the callback is a template argument, not a runtime pointer.
-/// Requires: the caller is registered with Flavor. A process that used it must call
-/// grace_domain::barrier() (liburcu rcu_barrier) before exit: 0.13.2 never stops its worker.
+/// The worker is registered by liburcu, and is marked so: Cb may open read_guard<Flavor>.
+/// Requires: the caller is registered with Flavor; `head` stays valid until Cb runs. A process that
+/// used it must call grace_domain::barrier() (liburcu rcu_barrier) before exit: 0.13.2 never stops
+/// its worker.
+/// Throws: nothing. Complexity: O(1) (a lock-free enqueue). Blocking: never; Cb runs later.
 template <class Flavor, rcu_callback Cb>
 void call_after_grace_period(rcu_head* head) noexcept {
   detail::tsan_release(head);
   Flavor::call(head, [](rcu_head* h) {
+    auto& self = detail::reader<Flavor>;
+    if (!self.liburcu_worker) {
+      self.liburcu_worker = true;
+      self.update();
+    }
     detail::tsan_acquire(h);
     Cb(h);
   });
