@@ -139,5 +139,28 @@ TEST_F(batch_test, a_dependent_taken_from_a_callers_queue_joins_the_batch) {
   EXPECT_EQ(s.dependents_added, 1u);
 }
 
+TEST_F(batch_test, retiring_the_same_node_twice_is_reported_and_disposes_it_once) {
+  // normal_link used to link the node to itself and dispose it twice (a use-after-free).
+  std::vector<misuse_kind> seen;
+  auto into_seen = [&seen](misuse_kind k, std::string_view) noexcept { seen.push_back(k); };
+  scoped_misuse_policy report(misuse_policy::report, into_seen);
+  intrusive_sub::disposed = 0;
+  struct policy {
+    intrusive_sub* sub;
+    void unlist(node&) noexcept {}
+    void uninit(node&, batch& b) noexcept {
+      b.retire(*sub);
+      b.retire(*sub);
+    }
+  } p{new intrusive_sub};
+  unreg_queue<node> q;
+  for (node* n : make_registered(1)) q.push(*n);
+  const batch_stats s = rollback_many(q, p, domain);
+  EXPECT_EQ(intrusive_sub::disposed, 1);
+  EXPECT_EQ(s.retired, 1u);
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0], misuse_kind::retired_twice);
+}
+
 }  // namespace
 }  // namespace rcubatch::test

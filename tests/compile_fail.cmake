@@ -18,3 +18,18 @@ rcubatch_add_compile_fail_test(throwing_uninit compile_fail/throwing_uninit.cpp
   "Policy::uninit runs after the point of no return and must be noexcept")
 rcubatch_add_compile_fail_test(throwing_close_many compile_fail/throwing_close_many.cpp
   "Policy::close_many runs after the point of no return and must be noexcept")
+# Hook shapes that would otherwise be skipped silently (each a use-after-free: an unlist that never
+# runs leaves the object published while it is freed).
+rcubatch_add_compile_fail_test(const_policy_mutable_hook compile_fail/const_policy_mutable_hook.cpp
+  "the policy was passed as const, and its unlist")
+rcubatch_add_compile_fail_test(hook_takes_derived_type compile_fail/hook_takes_derived_type.cpp
+  "the policy's member `unlist` cannot be called as `void unlist\\(T&\\) noexcept`")
+rcubatch_add_compile_fail_test(notify_with_another_batch_type compile_fail/notify_with_another_batch_type.cpp
+  "the policy's member `notify` cannot be called")
+rcubatch_add_compile_fail_test(no_unlist compile_fail/no_unlist.cpp
+  "the policy has no unlist\\(T&\\) hook")
+rcubatch_add_compile_fail_test(polymorphic_base_default_delete compile_fail/polymorphic_base_default_delete.cpp
+  "T is polymorphic and has no virtual destructor")
+rcubatch_add_compile_fail_test(derived_pushed_as_base_without_virtual_destructor
+  compile_fail/derived_pushed_as_base_without_virtual_destructor.cpp
+  "queued as T, and T has no virtual destructor")

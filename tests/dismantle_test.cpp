@@ -45,5 +45,38 @@ TEST(dismantle, every_sub_component_wait_is_elided_and_counted_during_a_batch) {
   EXPECT_EQ(fake::synchronizes(), 2u);
 }
 
+TEST(dismantle, an_elision_after_the_first_grace_period_makes_the_batch_run_the_second) {
+  // The sub-component unlinks in notify (after GP #1) and skips its own GP because the object is
+  // dismantling; nothing else in the batch needs GP #2. Before the fix the batch never heard of the
+  // skipped GP: one GP in all, and the object was destroyed with no GP after that unlink.
+  fake::reset();
+  grace_domain<fake> domain;
+  struct unlink_in_notify_policy {
+    grace_domain<fake>* d;
+    void unlist(node&) noexcept {}
+    void notify(node& n) noexcept { synchronize_unless_dismantling(n, *d); }  // no note_unlinked
+  };
+  unreg_queue<node> q;
+  for (node* n : make_registered(3)) q.push(*n);
+  const batch_stats s = rollback_many(q, unlink_in_notify_policy{&domain}, domain);
+  EXPECT_EQ(s.dismantle_elided, 3u);
+  EXPECT_EQ(s.grace_periods, 2u);
+  EXPECT_EQ(fake::synchronizes(), 2u);
+}
+
+TEST(dismantle, an_elision_before_the_first_grace_period_needs_no_second) {
+  fake::reset();
+  grace_domain<fake> domain;
+  struct unlink_in_unlist_policy {
+    grace_domain<fake>* d;
+    void unlist(node& n) noexcept { synchronize_unless_dismantling(n, *d); }  // GP #1 covers it
+  };
+  unreg_queue<node> q;
+  for (node* n : make_registered(3)) q.push(*n);
+  const batch_stats s = rollback_many(q, unlink_in_unlist_policy{&domain}, domain);
+  EXPECT_EQ(s.dismantle_elided, 3u);
+  EXPECT_EQ(s.grace_periods, 1u);
+}
+
 }  // namespace
 }  // namespace rcubatch::test

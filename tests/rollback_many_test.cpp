@@ -289,6 +289,39 @@ TEST_F(rollback_many_counting, releases_the_lock_during_grace_periods_only_when_
   EXPECT_GE(lock.unlocks, 2);
 }
 
+TEST_F(rollback_many_counting, runs_notify_and_uninit_with_the_lock_and_destroy_without_it_when_asked) {
+  // policy.hpp's hook table: under unlock_during_waits every hook but destroy runs re-locked;
+  // destroy (and the retirees' disposal) runs with the lock released. Without the option, all hold it.
+  struct lock_checking_policy {
+    tracked_lock* lock;
+    std::vector<std::string>* log;
+    void unlist(node&) noexcept { log->push_back(lock->held ? "unlist:held" : "unlist:free"); }
+    void notify(node&) noexcept { log->push_back(lock->held ? "notify:held" : "notify:free"); }
+    void uninit(node&) noexcept { log->push_back(lock->held ? "uninit:held" : "uninit:free"); }
+    void destroy(node* n) noexcept {
+      log->push_back(lock->held ? "destroy:held" : "destroy:free");
+      delete n;
+    }
+  };
+  for (bool release : {false, true}) {
+    tracked_lock lock;
+    std::vector<std::string> calls;
+    lock.lock();
+    unreg_queue<node> q;
+    for (node* p : make_registered(1)) q.push(*p);
+    if (release) {
+      rollback_many(q, lock_checking_policy{&lock, &calls}, domain, unlock_during_waits(lock));
+    } else {
+      rollback_many(q, lock_checking_policy{&lock, &calls}, domain);
+    }
+    const std::vector<std::string> expected =
+        release ? std::vector<std::string>{"unlist:held", "notify:held", "uninit:held", "destroy:free"}
+                : std::vector<std::string>{"unlist:held", "notify:held", "uninit:held", "destroy:held"};
+    EXPECT_EQ(calls, expected) << (release ? "unlock_during_waits" : "default");
+    EXPECT_TRUE(lock.held) << "the caller gets its lock back";
+  }
+}
+
 TEST_F(rollback_many_counting, reports_the_whole_call_as_lock_hold_unless_it_released_the_lock) {
   {
     unreg_queue<node> q;

@@ -4,6 +4,7 @@
 
 struct obj : rcubatch::registrable<obj> {};
 struct bad_policy {
+  void unlist(obj&) noexcept {}
   void close_many(rcubatch::object_range<obj>) {}  // missing noexcept
 };
 

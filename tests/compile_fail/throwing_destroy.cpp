@@ -4,6 +4,7 @@
 
 struct obj : rcubatch::registrable<obj> {};
 struct bad_policy {
+  void unlist(obj&) noexcept {}
   void destroy(obj* o) { delete o; }  // missing noexcept
 };
 

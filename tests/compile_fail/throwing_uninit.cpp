@@ -5,6 +5,7 @@
 struct obj : rcubatch::registrable<obj> {};
 using flavor = rcubatch::counting_flavor<>;
 struct bad_policy {
+  void unlist(obj&) noexcept {}
   bool uninit(obj&, rcubatch::batch&) { return true; }  // missing noexcept
 };
 
