@@ -4,6 +4,9 @@
 
 #include <rcubatch.hpp>
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <atomic>
 #include <cstdint>
 #include <latch>
@@ -242,11 +245,36 @@ TYPED_TEST(lfht_index_test, max_buckets_caps_on_add_growth) {
   for (auto& s : this->arena_.all) ASSERT_TRUE(index.unlink(*s));
 }
 
+/// Pins the calling thread to its current CPU for a scope: rculfhash's node accounting keeps one
+/// counter per CPU, so on one CPU its resize decisions are the same in every run.
+class pinned_to_one_cpu {
+ public:
+  pinned_to_one_cpu() {
+    pthread_getaffinity_np(pthread_self(), sizeof(old_), &old_);
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(sched_getcpu(), &one);
+    pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+  }
+  ~pinned_to_one_cpu() { pthread_setaffinity_np(pthread_self(), sizeof(old_), &old_); }
+  pinned_to_one_cpu(const pinned_to_one_cpu&) = delete;
+  pinned_to_one_cpu& operator=(const pinned_to_one_cpu&) = delete;
+
+ private:
+  cpu_set_t old_{};
+};
+
 TYPED_TEST(lfht_index_test, automatic_growth_survives_a_fill_and_a_mass_unlink_then_destroys) {
-  // 0.13.2 resizes in its own worker, which waits for a grace period per shrink step: destroying
-  // right after the mass unlink, from a (qsbr: online) thread, must neither deadlock nor leak.
-  auto index = std::make_unique<name_index<TypeParam>>(lfht_options{.initial_buckets = 1, .growth = lfht_growth::automatic});
-  constexpr int kCount = 5000;
+  // 0.13.2 resizes in its own worker: unlinking 40,000 objects from 32,768 buckets queues a
+  // shrink (at 16,384 nodes), which waits there for a grace period, and destroy waits for that
+  // worker. From an online qsbr thread that wait deadlocks unless the index takes the thread
+  // offline for it. The table starts large so that the fill launches no resize: 0.13.2 can lose
+  // its "resize launched" flag (lfht_growth::automatic), and a table that then stops growing
+  // makes 40,000 adds quadratic.
+  pinned_to_one_cpu pin;
+  auto index = std::make_unique<name_index<TypeParam>>(
+      lfht_options{.initial_buckets = 1UL << 15, .growth = lfht_growth::automatic});
+  constexpr int kCount = 40000;
   for (int i = 0; i < kCount; ++i) ASSERT_TRUE(index->add_unique(this->arena_.make("x" + std::to_string(i), i)));
   for (int i = 0; i < kCount; i += 7) ASSERT_EQ(find_in_guard(*index, "x" + std::to_string(i))->id, i);
   for (auto& s : this->arena_.all) ASSERT_TRUE(index->unlink(*s));
@@ -286,19 +314,25 @@ TYPED_TEST(lfht_index_test, readers_never_see_an_object_retired_after_a_grace_pe
       thread_registration<F> reg;
       started.arrive_and_wait();
       long mine = 0;
+      std::vector<std::string> keys;
+      for (int i = 0; i < kNames; ++i) keys.push_back("k" + std::to_string(i));
+      std::vector<session*> held;
       while (!stop.load(std::memory_order_relaxed)) {
-        for (int i = 0; i < kNames; ++i) {
-          read_guard<F> guard;
-          const std::string key = "k" + std::to_string(i);
-          if (session* s = index.find(key)) {
-            ++mine;
-            if (s->poison.load(std::memory_order_relaxed) != kAlive || s->name != key) poisoned.fetch_add(1);
-          }
-        }
         {
-          read_guard<F> guard;
+          read_guard<F> guard;  // everything found is checked again at the end of the section
+          held.clear();
+          for (const std::string& key : keys) {
+            if (session* s = index.find(key)) {
+              ++mine;
+              held.push_back(s);
+              if (s->poison.load(std::memory_order_relaxed) != kAlive || s->name != key) poisoned.fetch_add(1);
+            }
+          }
           for (session& s : index) {
             if (s.poison.load(std::memory_order_relaxed) != kAlive) poisoned.fetch_add(1);
+          }
+          for (session* s : held) {
+            if (s->poison.load(std::memory_order_relaxed) != kAlive) poisoned.fetch_add(1);
           }
         }
         quiescent_state<F>();
