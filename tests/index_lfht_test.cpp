@@ -285,6 +285,20 @@ TYPED_TEST(lfht_index_test, automatic_growth_survives_a_fill_and_a_mass_unlink_t
   }
 }
 
+TYPED_TEST(lfht_index_test, resize_rounds_up_within_min_and_max_and_keeps_every_object) {
+  name_index<TypeParam> index(lfht_options{.min_buckets = 8, .max_buckets = 256, .growth = lfht_growth::manual});
+  for (int i = 0; i < 200; ++i) ASSERT_TRUE(index.add_unique(this->arena_.make("r" + std::to_string(i), i)));
+  EXPECT_EQ(index.buckets(), 16u) << "manual: adds never resize";
+  index.resize(100);
+  EXPECT_EQ(index.buckets(), 128u);
+  index.resize(100000);
+  EXPECT_EQ(index.buckets(), 256u);
+  index.resize(2);
+  EXPECT_EQ(index.buckets(), 8u);
+  for (int i = 0; i < 200; ++i) ASSERT_EQ(find_in_guard(index, "r" + std::to_string(i)), this->arena_.all[static_cast<std::size_t>(i)].get());
+  for (auto& s : this->arena_.all) ASSERT_TRUE(index.unlink(*s));
+}
+
 TYPED_TEST(lfht_index_test, resize_inside_a_read_section_is_diagnosed) {
   name_index<TypeParam> index(lfht_options{.growth = lfht_growth::manual});
   read_guard<TypeParam> guard;

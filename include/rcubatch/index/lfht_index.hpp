@@ -144,7 +144,9 @@ enum class lfht_growth : unsigned char {
 /// Sizing. Every count is a bucket count and a power of two (0 for max_buckets: no limit).
 struct lfht_options {
   unsigned long initial_buckets = 16;
-  unsigned long min_buckets = 1;   ///< bucket arrays kept allocated (rculfhash min_nr_alloc_buckets)
+  /// Bucket arrays kept allocated (rculfhash min_nr_alloc_buckets), and the floor of resize();
+  /// 0.13.2's automatic shrink goes below it (it only keeps the arrays).
+  unsigned long min_buckets = 1;
   unsigned long max_buckets = 0;   ///< growth stops here; 0: rculfhash's own limit
   lfht_growth growth = lfht_growth::on_add;
 };
@@ -342,6 +344,8 @@ class lfht_index {
       return;
     }
     buckets_ = std::bit_ceil(buckets == 0 ? 1UL : buckets);
+    if (buckets_ < options_.min_buckets) buckets_ = options_.min_buckets;
+    if (options_.max_buckets != 0 && buckets_ > options_.max_buckets) buckets_ = options_.max_buckets;
     cds_lfht_resize(table_, buckets_);
   }
 
