@@ -1,9 +1,23 @@
 # Packaging tests, in the style of fmt's find-package-test and add-subdirectory-test.
-# include() this from tests/CMakeLists.txt; it registers four ctest tests:
+# include() this from tests/CMakeLists.txt; it registers these ctest tests (label `packaging`):
 #
-#   packaging.install          cmake --install <build> --prefix <build>/packaging-prefix
-#   packaging.find_package     builds and runs tests/find-package against that prefix
-#   packaging.add_subdirectory builds and runs tests/add-subdirectory (rcubatch as a subproject)
+#   packaging.clean_prefix, packaging.install
+#                      cmake --install <build> --prefix <build>/packaging-prefix, from empty
+#   packaging.install_layout
+#                      what that installed: share/cmake/rcubatch, share/pkgconfig, tsan.supp, no examples
+#   packaging.find_package
+#                      builds and runs tests/find-package against that prefix (no COMPONENTS)
+#   packaging.components.qsbr_cds
+#                      tests/find-package-components: COMPONENTS qsbr cds with only liburcu-qsbr.pc
+#                      and liburcu-cds.pc on the pkg-config path; the program links no liburcu-memb
+#   packaging.components.memb_missing, packaging.components.unknown
+#                      the same path with COMPONENTS memb / nosuch: configure fails, naming why
+#   packaging.components.tsan
+#                      the qsbr consumer built with -fsanitize=thread, run with the installed tsan.supp
+#   packaging.pkg_config
+#                      tests/pkg-config/Makefile: make + pkg-config only, rcubatch.pc and rcubatch-qsbr.pc
+#   packaging.add_subdirectory
+#                      builds and runs tests/add-subdirectory (rcubatch as a subproject)
 #
 # The consumer projects are configured from scratch by `ctest --build-and-test`. They get the
 # parent's compiler and build type but not its CMAKE_CXX_FLAGS: a sanitizer preset's flags are
@@ -83,6 +97,82 @@ set_tests_properties(packaging.add_subdirectory PROPERTIES
   LABELS packaging
   TIMEOUT 600)
 
+add_test(NAME packaging.install_layout
+  COMMAND ${CMAKE_COMMAND} -DPREFIX=${_rcubatch_pkg_prefix}
+          -DINCLUDEDIR=${CMAKE_INSTALL_INCLUDEDIR} -DDATADIR=${CMAKE_INSTALL_DATADIR}
+          -DBINDIR=${CMAKE_INSTALL_BINDIR} -DLIBDIR=${CMAKE_INSTALL_LIBDIR}
+          -DCMAKEDIR=${RCUBATCH_INSTALL_CMAKEDIR} -DPKGCONFIGDIR=${RCUBATCH_INSTALL_PKGCONFIGDIR}
+          -P ${_rcubatch_pkg_src}/cmake/packaging-check-layout.cmake)
+set_tests_properties(packaging.install_layout PROPERTIES
+  FIXTURES_REQUIRED rcubatch_installed
+  LABELS packaging)
+
+# A pkg-config search path with only the two liburcu modules a qsbr + rculfhash consumer needs.
+# PKG_CONFIG_LIBDIR replaces pkg-config's default path, so liburcu-memb.pc is out of sight.
+set(_rcubatch_pkg_pcdir ${_rcubatch_pkg_bin}/packaging-pkgconfig-qsbr-cds)
+file(MAKE_DIRECTORY ${_rcubatch_pkg_pcdir})
+foreach(_rcubatch_pkg_module IN ITEMS liburcu-qsbr liburcu-cds)
+  pkg_get_variable(_rcubatch_pkg_module_dir ${_rcubatch_pkg_module} pcfiledir)
+  file(COPY ${_rcubatch_pkg_module_dir}/${_rcubatch_pkg_module}.pc DESTINATION ${_rcubatch_pkg_pcdir})
+endforeach()
+set(_rcubatch_pkg_only_qsbr_cds
+  ${CMAKE_COMMAND} -E env PKG_CONFIG_LIBDIR=${_rcubatch_pkg_pcdir} PKG_CONFIG_PATH=)
+
+set(_rcubatch_pkg_components_options
+  -DCMAKE_CXX_COMPILER=${CMAKE_CXX_COMPILER}
+  -DCMAKE_PREFIX_PATH=${_rcubatch_pkg_prefix}
+  -DCMAKE_FIND_PACKAGE_PREFER_CONFIG=ON
+  ${_rcubatch_pkg_build_type})
+
+add_test(NAME packaging.components.qsbr_cds
+  COMMAND ${_rcubatch_pkg_only_qsbr_cds} ${CMAKE_CTEST_COMMAND}
+    --build-and-test ${_rcubatch_pkg_src}/tests/find-package-components
+                     ${_rcubatch_pkg_bin}/packaging-components
+    ${_rcubatch_pkg_generator_args}
+    ${_rcubatch_pkg_config_args}
+    --build-options ${_rcubatch_pkg_components_options}
+    --test-command ${CMAKE_CTEST_COMMAND} --output-on-failure ${_rcubatch_pkg_ctest_config})
+
+# Configure only, expected to fail: the message must say what is wrong.
+function(_rcubatch_pkg_expect_configure_failure name component expected)
+  add_test(NAME packaging.components.${name}
+    COMMAND ${_rcubatch_pkg_only_qsbr_cds} ${CMAKE_COMMAND}
+      -S ${_rcubatch_pkg_src}/tests/find-package-components
+      -B ${_rcubatch_pkg_bin}/packaging-components-${name}
+      -G ${CMAKE_GENERATOR}
+      ${_rcubatch_pkg_components_options}
+      -DRCUBATCH_TEST_COMPONENTS=${component})
+  set_tests_properties(packaging.components.${name} PROPERTIES PASS_REGULAR_EXPRESSION "${expected}")
+endfunction()
+_rcubatch_pkg_expect_configure_failure(memb_missing memb "rcubatch component memb needs liburcu-memb")
+_rcubatch_pkg_expect_configure_failure(unknown nosuch "unknown component 'nosuch'")
+
+add_test(NAME packaging.components.tsan
+  COMMAND ${CMAKE_CTEST_COMMAND}
+    --build-and-test ${_rcubatch_pkg_src}/tests/find-package-components
+                     ${_rcubatch_pkg_bin}/packaging-components-tsan
+    ${_rcubatch_pkg_generator_args}
+    ${_rcubatch_pkg_config_args}
+    --build-options ${_rcubatch_pkg_components_options} -DRCUBATCH_TEST_TSAN=ON
+    --test-command ${CMAKE_CTEST_COMMAND} --output-on-failure ${_rcubatch_pkg_ctest_config})
+
+find_program(RCUBATCH_MAKE_PROGRAM NAMES make gmake DOC "make, for the pkg-config packaging test")
+mark_as_advanced(RCUBATCH_MAKE_PROGRAM)
+add_test(NAME packaging.pkg_config
+  COMMAND ${CMAKE_COMMAND} -E env PKG_CONFIG_PATH=${_rcubatch_pkg_prefix}/${CMAKE_INSTALL_DATADIR}/pkgconfig
+    ${RCUBATCH_MAKE_PROGRAM} -B -C ${_rcubatch_pkg_src}/tests/pkg-config
+    OUT=${_rcubatch_pkg_bin}/packaging-pkg-config CXX=${CMAKE_CXX_COMPILER} PKG_CONFIG=${PKG_CONFIG_EXECUTABLE}
+    check)
+if(NOT RCUBATCH_MAKE_PROGRAM)
+  set_tests_properties(packaging.pkg_config PROPERTIES DISABLED TRUE)  # reported by ctest as not run
+endif()
+
+set_tests_properties(packaging.components.qsbr_cds packaging.components.memb_missing
+                     packaging.components.unknown packaging.components.tsan packaging.pkg_config PROPERTIES
+  FIXTURES_REQUIRED rcubatch_installed
+  LABELS packaging
+  TIMEOUT 600)
+
 set_tests_properties(packaging.clean_prefix packaging.install PROPERTIES LABELS packaging)
 
 unset(_rcubatch_pkg_src)
@@ -94,3 +184,8 @@ unset(_rcubatch_pkg_config_args)
 unset(_rcubatch_pkg_ctest_config)
 unset(_rcubatch_pkg_build_type)
 unset(_rcubatch_pkg_generator_args)
+unset(_rcubatch_pkg_pcdir)
+unset(_rcubatch_pkg_module)
+unset(_rcubatch_pkg_module_dir)
+unset(_rcubatch_pkg_only_qsbr_cds)
+unset(_rcubatch_pkg_components_options)
