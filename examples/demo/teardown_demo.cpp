@@ -267,13 +267,15 @@ result one_batch(registry& reg, rcubatch::grace_domain<Flavor>& domain, rcubatch
   return {dt.count(), domain.stats().grace_periods - before};
 }
 
-/// The same teardown without the library: what any batching costs at least.
+/// The same teardown without the library: what any batching costs at least. `doomed` is scratch
+/// space reserved once by the caller: a vector of N pointers allocated and freed here would be a
+/// large chunk whose free makes glibc consolidate every just-freed session (~10 ns each, a third
+/// of the floor), outside the timing — while the batch leaves that cost to the next large malloc.
 template <class Flavor>
-result hand_written_floor(registry& reg, rcubatch::grace_domain<Flavor>& domain) {
+result hand_written_floor(registry& reg, rcubatch::grace_domain<Flavor>& domain, std::vector<session*>& doomed) {
   const auto before = domain.stats().grace_periods;
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<session*> doomed;
-  doomed.reserve(reg.by_id.size());
+  doomed.clear();
   for (auto& slot : reg.by_id) {
     doomed.push_back(slot.load(std::memory_order_relaxed));
     slot.store(nullptr, std::memory_order_release);
@@ -286,10 +288,11 @@ result hand_written_floor(registry& reg, rcubatch::grace_domain<Flavor>& domain)
   return {dt.count(), domain.stats().grace_periods - before};
 }
 
-/// --heap-probe: the time of the first large malloc after a teardown. The teardown's frees leave
-/// the 96-byte chunks in glibc's fastbins; a request past the small-bin range makes malloc
-/// consolidate all of them first. (Measured, not asserted: it is glibc's cost, paid by whoever
-/// allocates next.)
+/// The time of one large malloc (and its free). A teardown's frees leave the small session chunks
+/// in glibc's fastbins; a request past the small-bin range makes malloc consolidate all of them
+/// first, so right after a teardown this is the heap consolidation its frees left for whoever
+/// allocates next (--heap-probe measures it), and before a populate it gives every way the same
+/// heap to start from, whichever way ran before.
 double time_large_malloc() {
   constexpr std::size_t kLarge = 256 * 1024;
   const auto t0 = std::chrono::steady_clock::now();
@@ -379,6 +382,8 @@ int run(const options& opt) {
   const int every = opt.per_object_every >= 0 ? opt.per_object_every : std::max(1, (opt.rounds + 2) / 3);
   std::mt19937_64 rng(opt.seed);
   std::vector<round_record> rounds;
+  std::vector<session*> doomed;  // the floor's scratch (see hand_written_floor)
+  doomed.reserve(n);
   rcubatch::batch_stats stats;
   bool batches_ok = true;
   std::uint64_t per_object_gps = 0, batch_gps = 0, floor_gps = 0;
@@ -391,6 +396,7 @@ int run(const options& opt) {
     std::fill(std::begin(rec.heap_probe_s), std::end(rec.heap_probe_s), kNaN);
     rec.ping_before_ns = probe();
     for (way w : order) {
+      time_large_malloc();  // untimed: the same heap state before every way (a no-op after --heap-probe)
       reg.populate(/*for_library=*/w != floor_way);
       result res{};
       switch (w) {
@@ -404,7 +410,7 @@ int run(const options& opt) {
           batches_ok = batches_ok && res.grace_periods == 2 && stats.objects == n;
           break;
         case floor_way:
-          res = hand_written_floor(reg, domain);
+          res = hand_written_floor(reg, domain, doomed);
           floor_gps = res.grace_periods;
           break;
         case kWays:
