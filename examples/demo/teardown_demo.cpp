@@ -347,9 +347,16 @@ std::string json_number(double x, int decimals = 3) {
   return buf;
 }
 
+/// The 1-minute load average (other tenants' work shows here), NaN if unknown.
+double load_average() {
+  double l[1];
+  return getloadavg(l, 1) == 1 ? l[0] : kNaN;
+}
+
 template <class Flavor>
 int run(const options& opt) {
   const std::size_t n = opt.n;
+  const double load_before = load_average();
   const placement where = placement::choose(opt.pin);
   registry reg(n);
   reader_stats readers;
@@ -427,6 +434,7 @@ int run(const options& opt) {
 
   stop = true;
   for (std::thread& t : reader_threads) t.join();
+  const double load_after = load_average();
 
   // --- figures ---
   auto column = [&](way w, std::optional<round_record::state_t> state = std::nullopt) {
@@ -497,6 +505,8 @@ int run(const options& opt) {
                 column(per_object).empty() ? "null" : std::to_string(per_object_gps).c_str());
     std::printf("\"heap_probe_ms_after_batch\": %s, \"heap_probe_ms_after_floor\": %s, ",
                 json_number(median_of(heap(batched)) * 1e3).c_str(), json_number(median_of(heap(floor_way)) * 1e3).c_str());
+    std::printf("\"load_average_before\": %s, \"load_average_after\": %s, ", json_number(load_before, 2).c_str(),
+                json_number(load_after, 2).c_str());
     std::printf("\"reader_lookups\": %ld, \"reader_saw_destroyed\": %ld}\n", readers.lookups.load(), poisoned);
   } else {
     std::printf("rcubatch teardown demo: %zu objects, flavor %s, %d reader thread(s) looking them up; %d rounds, seed %llu\n",
@@ -553,7 +563,8 @@ int run(const options& opt) {
       std::printf(" %.*s %.3f", static_cast<int>(rcubatch::to_string(ph).size()), rcubatch::to_string(ph).data(),
                   static_cast<double>(stats.time_of(ph).count()) / 1e6);
     }
-    std::printf("\nreaders: %ld lookups, %ld saw a freed object\n", readers.lookups.load(), poisoned);
+    std::printf("\nreaders: %ld lookups, %ld saw a freed object; load average %.2f before, %.2f after\n",
+                readers.lookups.load(), poisoned, load_before, load_after);
   }
 
   if (poisoned != 0) {
