@@ -47,6 +47,7 @@
 #include <latch>
 #include <limits>
 #include <memory>
+#include <new>
 #include <optional>
 #include <random>
 #include <string>
@@ -623,7 +624,7 @@ int main(int argc, char** argv) {
       return true;
     };
     bool ok = true;
-    if (arg == "--objects") ok = value(100'000'000, opt.n);
+    if (arg == "--objects") ok = value(10'000'000, opt.n);
     else if (arg == "--rounds" || arg == "--repeat") ok = value(100'000, opt.rounds);
     else if (arg == "--readers") ok = value(256, opt.reader_count);
     else if (arg == "--seed") ok = (opt.seed_given = value(std::numeric_limits<std::uint64_t>::max(), opt.seed));
@@ -653,10 +654,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   if (!opt.seed_given) opt.seed = (static_cast<std::uint64_t>(std::random_device{}()) << 32) | std::random_device{}();
-  if (opt.flavor == "memb") return run<rcubatch::flavor::memb>(opt);
-  if (opt.flavor == "qsbr") return run<rcubatch::flavor::qsbr>(opt);
-  if (opt.flavor == "mb") return run<rcubatch::flavor::mb>(opt);
-  if (opt.flavor == "bp") return run<rcubatch::flavor::bp>(opt);
+  try {
+    if (opt.flavor == "memb") return run<rcubatch::flavor::memb>(opt);
+    if (opt.flavor == "qsbr") return run<rcubatch::flavor::qsbr>(opt);
+    if (opt.flavor == "mb") return run<rcubatch::flavor::mb>(opt);
+    if (opt.flavor == "bp") return run<rcubatch::flavor::bp>(opt);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "teardown_demo: out of memory for %zu objects (try a smaller --objects)\n", opt.n);
+    return 2;
+  }
   std::fprintf(stderr, "teardown_demo: unknown flavor '%.*s' (memb, qsbr, mb or bp)\n", static_cast<int>(opt.flavor.size()),
                opt.flavor.data());
   return 2;
