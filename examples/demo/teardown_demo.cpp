@@ -2,7 +2,8 @@
 // rollback_many, while a reader thread keeps looking them up on the other core.
 //
 //   teardown_demo [--objects N] [--rounds K] [--readers R] [--flavor memb|qsbr|mb|bp] [--seed S]
-//                 [--per-object-every M] [--slow-threshold-ns T] [--no-pin] [--heap-probe] [--json]
+//                 [--per-object-every M] [--slow-threshold-ns T] [--gp-wait-limit-us L] [--no-pin]
+//                 [--heap-probe] [--json]
 //
 // The registry is the smallest one that still has the kernel's shape: a primary index (by id)
 // that lookups use, and a secondary index (by hash) that is unlinked later, in uninit — so a
@@ -28,12 +29,17 @@
 //     at or over it, and mixed (left out of both figures) if the state changed within it.
 //   - ratio: rollback_many / floor is taken per round, and the figure is the median of those
 //     per-round ratios, separately for fast and slow rounds.
+//   - disturbance: other tenants preempt threads. A round whose writer was switched out
+//     involuntarily during the batch or the floor (getrusage), or whose batch or floor waited
+//     more than --gp-wait-limit-us for its two GPs (a reader preempted inside its read section),
+//     is left out of both states' figures and counted as disturbed.
 //   - one GP per object costs ~0.2 s a round at N = 10^4, so it runs only every M-th round
 //     (default: about three times per run); the batch and the floor run every round.
 #include <rcubatch.hpp>
 
 #include <pthread.h>
 #include <sched.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -231,7 +237,16 @@ void reader_loop(int index, const placement& where, const registry& reg, reader_
 struct result {
   double seconds;
   std::uint64_t grace_periods;
+  double gp_wait_seconds = 0;  // time spent in the grace-period waits (batch and floor)
 };
+
+/// Involuntary context switches of the calling thread so far: a rise over a timed teardown means
+/// the writer was preempted (by another tenant here) and its time includes someone else's slice.
+long involuntary_switches() {
+  rusage u{};
+  getrusage(RUSAGE_THREAD, &u);
+  return u.ru_nivcsw;
+}
 
 /// What registries do without batching: unlink one object from both indexes, wait for a grace
 /// period, free it. (Through the library as a batch of one, so the demo needs no private access;
@@ -265,7 +280,8 @@ result one_batch(registry& reg, rcubatch::grace_domain<Flavor>& domain, rcubatch
   for (auto& slot : reg.by_id) q.push(*slot.load(std::memory_order_relaxed));
   stats = rcubatch::rollback_many(q, session_policy{&reg}, domain);
   const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
-  return {dt.count(), domain.stats().grace_periods - before};
+  const auto gp = stats.time_of(rcubatch::phase::grace_period_1) + stats.time_of(rcubatch::phase::grace_period_2);
+  return {dt.count(), domain.stats().grace_periods - before, std::chrono::duration<double>(gp).count()};
 }
 
 /// The same teardown without the library: what any batching costs at least. `doomed` is scratch
@@ -281,12 +297,17 @@ result hand_written_floor(registry& reg, rcubatch::grace_domain<Flavor>& domain,
     doomed.push_back(slot.load(std::memory_order_relaxed));
     slot.store(nullptr, std::memory_order_release);
   }
+  const auto gp1 = std::chrono::steady_clock::now();
   domain.synchronize();
+  const auto gp1_end = std::chrono::steady_clock::now();
   for (session* s : doomed) reg.by_hash[reg.hash_slot(s->id)].store(nullptr, std::memory_order_release);
+  const auto gp2 = std::chrono::steady_clock::now();
   domain.synchronize();
+  const auto gp2_end = std::chrono::steady_clock::now();
   for (session* s : doomed) destroy_session(s);
   const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
-  return {dt.count(), domain.stats().grace_periods - before};
+  const std::chrono::duration<double> gp = (gp1_end - gp1) + (gp2_end - gp2);
+  return {dt.count(), domain.stats().grace_periods - before, gp.count()};
 }
 
 /// The time of one large malloc (and its free). A teardown's frees leave the small session chunks
@@ -313,6 +334,7 @@ struct round_record {
   double seconds[kWays];        // NaN: the way did not run this round
   double heap_probe_s[kWays];   // --heap-probe; NaN otherwise
   double ping_before_ns, ping_after_ns;
+  bool disturbed;  // the writer was preempted, or a GP waited past --gp-wait-limit-us, in the batch or the floor
   enum state_t { fast, slow, mixed } state;
 };
 
@@ -335,6 +357,7 @@ struct options {
   bool seed_given = false;
   int per_object_every = -1;  // -1: about three times per run
   double slow_threshold_ns = 200;
+  double gp_wait_limit_us = 1000;
   bool pin = true;
   bool heap_probe = false;
   bool json = false;
@@ -406,6 +429,7 @@ int run(const options& opt) {
     for (way w : order) {
       time_large_malloc();  // untimed: the same heap state before every way (a no-op after --heap-probe)
       reg.populate(/*for_library=*/w != floor_way);
+      const long switches_before = involuntary_switches();
       result res{};
       switch (w) {
         case per_object:
@@ -425,6 +449,9 @@ int run(const options& opt) {
           break;
       }
       rec.seconds[w] = res.seconds;
+      if (w != per_object)
+        rec.disturbed = rec.disturbed || involuntary_switches() != switches_before ||
+                        res.gp_wait_seconds * 1e6 > opt.gp_wait_limit_us;
       if (opt.heap_probe) rec.heap_probe_s[w] = time_large_malloc();
     }
     rec.ping_after_ns = probe();
@@ -441,19 +468,19 @@ int run(const options& opt) {
   auto column = [&](way w, std::optional<round_record::state_t> state = std::nullopt) {
     std::vector<double> v;
     for (const auto& rec : rounds)
-      if (!std::isnan(rec.seconds[w]) && (!state || rec.state == *state)) v.push_back(rec.seconds[w]);
+      if (!std::isnan(rec.seconds[w]) && (!state || (rec.state == *state && !rec.disturbed))) v.push_back(rec.seconds[w]);
     return v;
   };
   auto ratios = [&](round_record::state_t state) {
     std::vector<double> v;
     for (const auto& rec : rounds)
-      if (rec.state == state) v.push_back(rec.seconds[batched] / rec.seconds[floor_way]);
+      if (rec.state == state && !rec.disturbed) v.push_back(rec.seconds[batched] / rec.seconds[floor_way]);
     return v;
   };
   auto pings = [&](std::optional<round_record::state_t> state) {
     std::vector<double> v;
     for (const auto& rec : rounds)
-      if (!state || rec.state == *state) {
+      if (!state || (rec.state == *state && !rec.disturbed)) {
         v.push_back(rec.ping_before_ns);
         v.push_back(rec.ping_after_ns);
       }
@@ -465,8 +492,12 @@ int run(const options& opt) {
       if (!std::isnan(rec.heap_probe_s[w])) v.push_back(rec.heap_probe_s[w]);
     return v;
   };
-  int counts[3] = {0, 0, 0};
-  for (const auto& rec : rounds) ++counts[rec.state];
+  // Undisturbed rounds by state; disturbed ones (any state) counted apart.
+  int counts[3] = {0, 0, 0}, disturbed = 0;
+  for (const auto& rec : rounds) {
+    if (rec.disturbed) ++disturbed;
+    else ++counts[rec.state];
+  }
   std::vector<double> all_ratios;
   for (const auto& rec : rounds) all_ratios.push_back(rec.seconds[batched] / rec.seconds[floor_way]);
   const double ratio_fast = median_of(ratios(round_record::fast)), ratio_slow = median_of(ratios(round_record::slow));
@@ -486,8 +517,9 @@ int run(const options& opt) {
     std::printf("\"pinned\": %s, \"writer_cpu\": %d, \"reader_cpus\": [%s], \"slow_threshold_ns\": %s, ",
                 writer_pinned ? "true" : "false", writer_pinned ? where.writer_cpu : -1, reader_cpus.c_str(),
                 json_number(opt.slow_threshold_ns, 1).c_str());
-    std::printf("\"rounds_fast\": %d, \"rounds_slow\": %d, \"rounds_mixed\": %d, ", counts[round_record::fast],
-                counts[round_record::slow], counts[round_record::mixed]);
+    std::printf("\"rounds_fast\": %d, \"rounds_slow\": %d, \"rounds_mixed\": %d, \"rounds_disturbed\": %d, ",
+                counts[round_record::fast], counts[round_record::slow], counts[round_record::mixed], disturbed);
+    std::printf("\"gp_wait_limit_us\": %s, ", json_number(opt.gp_wait_limit_us, 0).c_str());
     std::printf("\"ratio_to_floor_fast\": %s, \"ratio_to_floor_slow\": %s, \"ratio_to_floor_all\": %s, ",
                 json_number(ratio_fast).c_str(), json_number(ratio_slow).c_str(), json_number(ratio_all).c_str());
     std::printf("\"pingpong_ns_median_fast\": %s, \"pingpong_ns_median_slow\": %s, \"pingpong_ns_median\": %s, ",
@@ -548,8 +580,9 @@ int run(const options& opt) {
       std::printf("  %s state: %.2f over %d round(s), ping-pong median %.0f ns\n", name,
                   s == round_record::fast ? ratio_fast : ratio_slow, counts[s], median_of(pings(s)));
     }
-    std::printf("  all rounds: %.2f; %d mixed round(s) (the state changed within them) are in neither state\n", ratio_all,
-                counts[round_record::mixed]);
+    std::printf("  all %d rounds: %.2f; left out of both states: %d mixed (the state changed within the round), %d disturbed\n"
+                "  (the writer was preempted, or a GP waited over %.0f us for a reader, in the batch or the floor)\n",
+                opt.rounds, ratio_all, counts[round_record::mixed], disturbed, opt.gp_wait_limit_us);
     if (!column(per_object).empty())
       std::printf("batched is %.0fx faster than one GP per object (%llu grace periods instead of %llu); the floor %.0fx\n",
                   med[per_object] / med[batched], static_cast<unsigned long long>(batch_gps),
@@ -582,7 +615,8 @@ int run(const options& opt) {
 
 constexpr const char* kUsage =
     "usage: teardown_demo [--objects N] [--rounds K] [--readers R] [--flavor memb|qsbr|mb|bp] [--seed S]\n"
-    "                     [--per-object-every M] [--slow-threshold-ns T] [--no-pin] [--heap-probe] [--json]\n"
+    "                     [--per-object-every M] [--slow-threshold-ns T] [--gp-wait-limit-us L] [--no-pin]\n"
+    "                     [--heap-probe] [--json]\n"
     "  --objects N            objects per teardown (default 10000)\n"
     "  --rounds K             rounds; each runs the batch and the floor once, in random order (default 3;\n"
     "                         --repeat is the same option)\n"
@@ -590,6 +624,8 @@ constexpr const char* kUsage =
     "  --seed S               seed of the per-round order (default: random, printed)\n"
     "  --per-object-every M   run one GP per object in every M-th round (default: ~3 times; 0: never)\n"
     "  --slow-threshold-ns T  ping-pong round trip from which a round counts as slow (default 200)\n"
+    "  --gp-wait-limit-us L   a round whose batch or floor waited longer for its two GPs, or whose writer was\n"
+    "                         preempted, is disturbed: in neither state's figure (default 1000)\n"
     "  --no-pin               leave the threads where the scheduler puts them\n"
     "  --heap-probe           time the first large malloc after each teardown\n"
     "  --json                 print one JSON object instead of the table\n";
@@ -630,6 +666,7 @@ int main(int argc, char** argv) {
     else if (arg == "--seed") ok = (opt.seed_given = value(std::numeric_limits<std::uint64_t>::max(), opt.seed));
     else if (arg == "--per-object-every") ok = value(100'000, opt.per_object_every);
     else if (arg == "--slow-threshold-ns") ok = value(1'000'000, opt.slow_threshold_ns);
+    else if (arg == "--gp-wait-limit-us") ok = value(10'000'000, opt.gp_wait_limit_us);
     else if (arg == "--no-pin") opt.pin = false;
     else if (arg == "--heap-probe") opt.heap_probe = true;
     else if (arg == "--json") opt.json = true;
