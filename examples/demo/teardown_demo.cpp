@@ -577,8 +577,9 @@ int run(const options& opt) {
         std::printf("  %s state: no rounds\n", name);
         continue;
       }
-      std::printf("  %s state: %.2f over %d round(s), ping-pong median %.0f ns\n", name,
-                  s == round_record::fast ? ratio_fast : ratio_slow, counts[s], median_of(pings(s)));
+      std::printf("  %s state: %.2f over %d round(s) (medians: rollback_many %.1f, floor %.1f ns/object), ping-pong %.0f ns\n",
+                  name, s == round_record::fast ? ratio_fast : ratio_slow, counts[s],
+                  median_of(column(batched, s)) * per_obj, median_of(column(floor_way, s)) * per_obj, median_of(pings(s)));
     }
     std::printf("  all %d rounds: %.2f; left out of both states: %d mixed (the state changed within the round), %d disturbed\n"
                 "  (the writer was preempted, or a GP waited over %.0f us for a reader, in the batch or the floor)\n",
