@@ -20,6 +20,8 @@
 #include <thread>
 #include <vector>
 
+#include <sys/resource.h>
+
 #include "bench_registry.hpp"
 
 namespace rcubatch_bench {
@@ -30,14 +32,28 @@ namespace {
 /// (bench_object, never registered), same registry, same readers as rollback_many's case; no
 /// queue, no states, no drain. No batching can cost less, so rollback_many's bookkeeping is its
 /// ratio to this. Returns the GPs it waited for.
+/// `gp_wait_s`, if given, receives the time spent in the two GP waits.
 template <class Flavor>
-double hand_written_floor(registry& reg, std::vector<bench_object*>& objs) {
+double hand_written_floor(registry& reg, std::vector<bench_object*>& objs, double* gp_wait_s = nullptr) {
   for (auto* o : objs) reg.hash_remove(*o);
+  const auto gp1 = clock::now();
   Flavor::synchronize();
+  const double gp1_s = seconds_since(gp1);
   for (auto* o : objs) reg.list_remove(*o);
+  const auto gp2 = clock::now();
   Flavor::synchronize();
+  const double gp2_s = seconds_since(gp2);
   for (auto* o : objs) delete o;
+  if (gp_wait_s) *gp_wait_s = gp1_s + gp2_s;
   return 2.0;
+}
+
+/// Involuntary context switches of the calling thread so far (a rise over a timed teardown: the
+/// writer was preempted, and the time includes another tenant's slice).
+inline long involuntary_switches() {
+  rusage u{};
+  getrusage(RUSAGE_THREAD, &u);
+  return u.ru_nivcsw;
 }
 
 // --- the registry's teardown policy, as a real registry would write it --------------------------
@@ -131,7 +147,9 @@ void bm_teardown(benchmark::State& st, method m, std::size_t n, int readers) {
       bm_rollback_many<protocol, rcubatch::counting_flavor<floor_tag<Flavor>>>(st, n, readers);
       break;
     case method::hand_floor:
-      run_teardown_case<protocol>(st, n, readers, &hand_written_floor<Flavor>);
+      run_teardown_case<protocol>(st, n, readers, [](registry& reg, std::vector<bench_object*>& objs) {
+        return hand_written_floor<Flavor>(reg, objs);
+      });
       break;
     case method::legacy_1gp:
       // Each object its own batch: unlink, synchronize_rcu, free (raw liburcu, no library).
@@ -223,10 +241,16 @@ void bm_paired_floor(benchmark::State& st, std::size_t n, int readers) {
 }
 
 // --- rollback_many against the hand-written floor, batch by batch -----------------------------------
-/// Seconds of each side of every pair, and each pair's ratio rollback_many / hand floor.
+/// Seconds of each side of every pair, each pair's ratio rollback_many / hand floor, and whether
+/// the pair was disturbed: the writer preempted (an involuntary context switch), or either side's
+/// two GPs waiting more than kGpWaitLimitS for a reader (one preempted inside its read section).
 struct paired_samples {
   std::vector<double> rollback_s, hand_floor_s, ratio;
+  std::vector<bool> disturbed;
 };
+
+/// Two memb GPs with one busy reader take ~20-40 µs here; a preempted reader stretches them to ms.
+constexpr double kGpWaitLimitS = 1e-3;
 
 /// `pairs` pairs of teardowns of n fresh objects on one registry and one reader group: one
 /// rollback_many batch and one hand-written floor each, their order within the pair drawn from
@@ -244,18 +268,30 @@ paired_samples sample_rollback_vs_hand_floor(rcubatch::grace_domain<Flavor>& dom
   for (int p = 0; p < pairs; ++p) {
     const bool rollback_first = (rng() & 1) != 0;
     double rollback_s = 0, floor_s = 0;
+    bool disturbed = false;
     for (int k = 0; k < 2; ++k) {
       const bool rollback = (k == 0) == rollback_first;
       std::vector<bench_object*> objs = reg.populate(n);
       if (rollback) mark_all_registered(objs);
+      const long switches = involuntary_switches();
+      double gp_wait_s = 0;
       const auto t0 = clock::now();
-      if (rollback) rollback_all(domain, reg, objs);
-      else hand_written_floor<Flavor>(reg, objs);
+      if (rollback) {
+        rcubatch::unreg_queue<bench_object> q;
+        for (auto* o : objs) q.push(*o);
+        const rcubatch::batch_stats bs = rcubatch::rollback_many(q, registry_policy{&reg}, domain);
+        gp_wait_s = std::chrono::duration<double>(bs.time_of(rcubatch::phase::grace_period_1) +
+                                                  bs.time_of(rcubatch::phase::grace_period_2)).count();
+      } else {
+        hand_written_floor<Flavor>(reg, objs, &gp_wait_s);
+      }
       (rollback ? rollback_s : floor_s) = seconds_since(t0);
+      disturbed = disturbed || involuntary_switches() != switches || gp_wait_s > kGpWaitLimitS;
     }
     out.rollback_s.push_back(rollback_s);
     out.hand_floor_s.push_back(floor_s);
     out.ratio.push_back(rollback_s / floor_s);
+    out.disturbed.push_back(disturbed);
   }
   return out;
 }
@@ -283,8 +319,9 @@ void bm_goal_interleaved(benchmark::State& st, std::size_t n, int readers) {
   std::vector<double> samples[kCount];
   auto add = [&](int m, const std::vector<double>& v) { samples[m].insert(samples[m].end(), v.begin(), v.end()); };
   // rollback_many / hand floor per pair, by the machine's state around the round's pairs.
-  std::vector<double> pair_ratios, fast_ratios, slow_ratios;
-  int rounds_fast = 0, rounds_slow = 0, rounds_mixed = 0;
+  std::vector<double> pair_ratios, undisturbed_ratios, fast_ratios, slow_ratios, undisturbed_rollback_s,
+      undisturbed_floor_s;
+  int rounds_fast = 0, rounds_slow = 0, rounds_mixed = 0, pairs_disturbed = 0;
   std::mt19937_64 rng(20261201);  // fixed: a rerun draws the same orders
   for (auto _ : st) {
     const auto t0 = clock::now();
@@ -295,14 +332,20 @@ void bm_goal_interleaved(benchmark::State& st, std::size_t n, int readers) {
     add(rollback, pairs.rollback_s);
     add(hand_floor, pairs.hand_floor_s);
     pair_ratios.insert(pair_ratios.end(), pairs.ratio.begin(), pairs.ratio.end());
-    if (fast_before && fast_after) {
-      ++rounds_fast;
-      fast_ratios.insert(fast_ratios.end(), pairs.ratio.begin(), pairs.ratio.end());
-    } else if (!fast_before && !fast_after) {
-      ++rounds_slow;
-      slow_ratios.insert(slow_ratios.end(), pairs.ratio.begin(), pairs.ratio.end());
-    } else {
-      ++rounds_mixed;
+    const bool fast = fast_before && fast_after, slow = !fast_before && !fast_after;
+    rounds_fast += fast;
+    rounds_slow += slow;
+    rounds_mixed += !fast && !slow;
+    for (std::size_t i = 0; i < pairs.ratio.size(); ++i) {
+      if (pairs.disturbed[i]) {
+        ++pairs_disturbed;
+        continue;
+      }
+      undisturbed_ratios.push_back(pairs.ratio[i]);
+      undisturbed_rollback_s.push_back(pairs.rollback_s[i]);
+      undisturbed_floor_s.push_back(pairs.hand_floor_s[i]);
+      if (fast) fast_ratios.push_back(pairs.ratio[i]);
+      if (slow) slow_ratios.push_back(pairs.ratio[i]);
     }
     add(floor_, sample_teardown<protocol>(n, readers, 6, [&](registry& reg, std::vector<bench_object*>& objs) {
       return rollback_all(fake_domain, reg, objs);
@@ -359,9 +402,17 @@ void bm_goal_interleaved(benchmark::State& st, std::size_t n, int readers) {
   }
   st.counters["ratio_rollback_over_floor"] = med[rollback] / med[floor_];
   // The figure: the median of per-pair ratios (each pair: one batch of each, adjacent, in
-  // random order, same readers); split by the state of the round the pair ran in. A state with
-  // no round gets no counter (Google Benchmark's counters have no null).
+  // random order, same readers), over all pairs; then over undisturbed pairs only, all of them
+  // and split by the state of the round the pair ran in. A figure with no pair gets no counter
+  // (Google Benchmark's counters have no null).
   st.counters["ratio_rollback_over_hand_floor"] = median_of(pair_ratios);
+  if (!undisturbed_ratios.empty()) {
+    st.counters["ratio_rollback_over_hand_floor_undisturbed"] = median_of(undisturbed_ratios);
+    st.counters["rollback_many_ns_per_obj_undisturbed"] = median_of(undisturbed_rollback_s) * 1e9 / static_cast<double>(n);
+    st.counters["hand_floor_ns_per_obj_undisturbed"] = median_of(undisturbed_floor_s) * 1e9 / static_cast<double>(n);
+  }
+  st.counters["pairs_disturbed"] = pairs_disturbed;
+  st.counters["pairs"] = static_cast<double>(pair_ratios.size());
   if (!fast_ratios.empty()) st.counters["ratio_rollback_over_hand_floor_fast"] = median_of(fast_ratios);
   if (!slow_ratios.empty()) st.counters["ratio_rollback_over_hand_floor_slow"] = median_of(slow_ratios);
   st.counters["rounds_fast"] = rounds_fast;

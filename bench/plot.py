@@ -211,7 +211,10 @@ def summary(ctx, runs, table, path, src):
             L.append(f"| {label} | {fmt(v)} | {samples} | {what} = **{fmt(x)}** | {goal_text.get(key, '–')} | {met} |")
         L.append("")
         if inter.get("ratio_rollback_over_hand_floor") is not None:
-            L.append(f"rollback_many / hand floor by the machine's state (ping-pong < 200 ns before and after the round's pairs: "
+            L.append(f"rollback_many / hand floor over the {fmt(inter.get('pairs'))} pairs less the "
+                     f"{fmt(inter.get('pairs_disturbed'))} disturbed ones (writer preempted, or a GP wait over 1 ms): "
+                     f"{fmt(inter.get('ratio_rollback_over_hand_floor_undisturbed'))}; "
+                     f"by the machine's state (ping-pong < 200 ns before and after the round's pairs: "
                      f"fast): fast {fmt(inter.get('ratio_rollback_over_hand_floor_fast'))} over {fmt(inter.get('rounds_fast'))} "
                      f"round(s) (goal ≤ 1.25), slow {fmt(inter.get('ratio_rollback_over_hand_floor_slow'))} over "
                      f"{fmt(inter.get('rounds_slow'))} (goal ≤ 1.35), {fmt(inter.get('rounds_mixed'))} mixed.")
