@@ -438,7 +438,7 @@ int run(const options& opt) {
           break;
         case batched:
           res = one_batch(reg, domain, stats);
-          batch_gps = res.grace_periods;
+          if (batches_ok) batch_gps = res.grace_periods;  // reported: the first failing batch's, if any
           batches_ok = batches_ok && res.grace_periods == 2 && stats.objects == n;
           break;
         case floor_way:
