@@ -1,5 +1,7 @@
-// bench/bench_teardown.cpp — tearing down N registry objects: rollback_many against the floor (no
-// grace periods), the legacy one-object-at-a-time paths and call_rcu + rcu_barrier, for each
+// bench/bench_teardown.cpp — tearing down N registry objects: rollback_many against two floors
+// (the same rollback_many with grace periods stubbed out, "Floor"; the same teardown written by
+// hand with no library, "HandFloor": unlink all, GP, unlink all, GP, free all), the legacy
+// one-object-at-a-time paths and call_rcu + rcu_barrier, for each
 // liburcu flavor; plus reader throughput, writer-lock hold time, ref-drain wake-up latency and the
 // machine's ping-pong figure. The peers (libcds, DPDK) live in peer_*.cpp and register through
 // bench_registry.hpp. Every case is registered from main() so quick and full mode differ only in
@@ -11,16 +13,48 @@
 #include <cstring>
 #include <functional>
 #include <mutex>
+#include <random>
 #include <set>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
 
+#include <sys/resource.h>
+
 #include "bench_registry.hpp"
 
 namespace rcubatch_bench {
 namespace {
+
+/// The same teardown written by hand with no library: unlink every object from the hash (the
+/// primary index), one GP, unlink every object from the list, one GP, free all. Same objects
+/// (bench_object, never registered), same registry, same readers as rollback_many's case; no
+/// queue, no states, no drain. No batching can cost less, so rollback_many's bookkeeping is its
+/// ratio to this. Returns the GPs it waited for.
+/// `gp_wait_s`, if given, receives the time spent in the two GP waits.
+template <class Flavor>
+double hand_written_floor(registry& reg, std::vector<bench_object*>& objs, double* gp_wait_s = nullptr) {
+  for (auto* o : objs) reg.hash_remove(*o);
+  const auto gp1 = clock::now();
+  Flavor::synchronize();
+  const double gp1_s = seconds_since(gp1);
+  for (auto* o : objs) reg.list_remove(*o);
+  const auto gp2 = clock::now();
+  Flavor::synchronize();
+  const double gp2_s = seconds_since(gp2);
+  for (auto* o : objs) delete o;
+  if (gp_wait_s) *gp_wait_s = gp1_s + gp2_s;
+  return 2.0;
+}
+
+/// Involuntary context switches of the calling thread so far (a rise over a timed teardown: the
+/// writer was preempted, and the time includes another tenant's slice).
+inline long involuntary_switches() {
+  rusage u{};
+  getrusage(RUSAGE_THREAD, &u);
+  return u.ru_nivcsw;
+}
 
 // --- the registry's teardown policy, as a real registry would write it --------------------------
 struct registry_policy {
@@ -75,12 +109,13 @@ double rollback_all(rcubatch::grace_domain<Flavor>& domain, registry& reg, std::
   return s.grace_periods;
 }
 
-enum class method { rollback_many, floor, legacy_1gp, legacy_3gp, call_rcu_barrier };
+enum class method { rollback_many, floor, hand_floor, legacy_1gp, legacy_3gp, call_rcu_barrier };
 
 constexpr const char* method_name(method m) {
   switch (m) {
     case method::rollback_many: return "RollbackMany";
     case method::floor: return "Floor";
+    case method::hand_floor: return "HandFloor";
     case method::legacy_1gp: return "Legacy1GP";
     case method::legacy_3gp: return "Legacy3GP";
     case method::call_rcu_barrier: return "CallRcuBarrier";
@@ -110,6 +145,11 @@ void bm_teardown(benchmark::State& st, method m, std::size_t n, int readers) {
       // The same rollback_many with a flavor that counts GPs and waits for none; readers still run
       // the real flavor's read side, so they load the same cache lines.
       bm_rollback_many<protocol, rcubatch::counting_flavor<floor_tag<Flavor>>>(st, n, readers);
+      break;
+    case method::hand_floor:
+      run_teardown_case<protocol>(st, n, readers, [](registry& reg, std::vector<bench_object*>& objs) {
+        return hand_written_floor<Flavor>(reg, objs);
+      });
       break;
     case method::legacy_1gp:
       // Each object its own batch: unlink, synchronize_rcu, free (raw liburcu, no library).
@@ -200,6 +240,66 @@ void bm_paired_floor(benchmark::State& st, std::size_t n, int readers) {
   st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations()) * static_cast<std::int64_t>(n));
 }
 
+// --- rollback_many against the hand-written floor, batch by batch -----------------------------------
+/// Seconds of each side of every pair, each pair's ratio rollback_many / hand floor, and whether
+/// the pair was disturbed: the writer preempted (an involuntary context switch), or either side's
+/// two GPs waiting more than kGpWaitLimitS for a reader (one preempted inside its read section).
+struct paired_samples {
+  std::vector<double> rollback_s, hand_floor_s, ratio;
+  std::vector<bool> disturbed;
+};
+
+/// Two memb GPs with one busy reader take ~20-40 µs here; a preempted reader stretches them to ms.
+constexpr double kGpWaitLimitS = 1e-3;
+
+/// `pairs` pairs of teardowns of n fresh objects on one registry and one reader group: one
+/// rollback_many batch and one hand-written floor each, their order within the pair drawn from
+/// `rng`. A fixed order puts one side always behind the other, and a predecessor's heap and cache
+/// leftovers change a teardown's cost. (Written here rather than with Google Benchmark's
+/// --benchmark_enable_random_interleaving: that shuffles whole repetitions of separate cases,
+/// each with its own readers and tenths of a second apart, while this ratio needs its two sides
+/// next to each other; the benchmark's repetitions then aggregate the ratio across runs.)
+template <class Flavor>
+paired_samples sample_rollback_vs_hand_floor(rcubatch::grace_domain<Flavor>& domain, std::size_t n, int readers,
+                                             int pairs, std::mt19937_64& rng) {
+  paired_samples out;
+  registry reg(n);
+  reader_group<urcu_protocol<Flavor>> rg(reg, readers);
+  for (int p = 0; p < pairs; ++p) {
+    const bool rollback_first = (rng() & 1) != 0;
+    double rollback_s = 0, floor_s = 0;
+    bool disturbed = false;
+    for (int k = 0; k < 2; ++k) {
+      const bool rollback = (k == 0) == rollback_first;
+      std::vector<bench_object*> objs = reg.populate(n);
+      if (rollback) mark_all_registered(objs);
+      const long switches = involuntary_switches();
+      double gp_wait_s = 0;
+      const auto t0 = clock::now();
+      if (rollback) {
+        rcubatch::unreg_queue<bench_object> q;
+        for (auto* o : objs) q.push(*o);
+        const rcubatch::batch_stats bs = rcubatch::rollback_many(q, registry_policy{&reg}, domain);
+        gp_wait_s = std::chrono::duration<double>(bs.time_of(rcubatch::phase::grace_period_1) +
+                                                  bs.time_of(rcubatch::phase::grace_period_2)).count();
+      } else {
+        hand_written_floor<Flavor>(reg, objs, &gp_wait_s);
+      }
+      (rollback ? rollback_s : floor_s) = seconds_since(t0);
+      disturbed = disturbed || involuntary_switches() != switches || gp_wait_s > kGpWaitLimitS;
+    }
+    out.rollback_s.push_back(rollback_s);
+    out.hand_floor_s.push_back(floor_s);
+    out.ratio.push_back(rollback_s / floor_s);
+    out.disturbed.push_back(disturbed);
+  }
+  return out;
+}
+
+/// Cross-core ping-pong (best batch of 64 round trips, ns) from which a round counts as slow: this
+/// VM flips between ~60 and ~450 ns (teardown_demo uses the same threshold).
+constexpr double kSlowPingPongNs = 200;
+
 // --- the goal set, interleaved ---------------------------------------------------------------------
 // The machine this runs on is shared: other tenants' load comes and goes within seconds, and a
 // grace period that finds a reader preempted inside its read-side section waits a scheduler
@@ -213,16 +313,40 @@ void bm_goal_interleaved(benchmark::State& st, std::size_t n, int readers) {
   using fake = rcubatch::counting_flavor<floor_tag<Flavor>>;
   rcubatch::grace_domain<Flavor> real_domain;
   rcubatch::grace_domain<fake> fake_domain;
-  enum { rollback, floor_, legacy1, legacy3, callrcu, libcds, dpdk, kCount };
-  constexpr const char* names[kCount] = {"rollback_many", "floor", "legacy_1gp", "legacy_3gp",
+  enum { rollback, floor_, hand_floor, legacy1, legacy3, callrcu, libcds, dpdk, kCount };
+  constexpr const char* names[kCount] = {"rollback_many", "floor", "hand_floor", "legacy_1gp", "legacy_3gp",
                                          "call_rcu_barrier", "libcds", "dpdk"};
   std::vector<double> samples[kCount];
   auto add = [&](int m, const std::vector<double>& v) { samples[m].insert(samples[m].end(), v.begin(), v.end()); };
+  // rollback_many / hand floor per pair, by the machine's state around the round's pairs.
+  std::vector<double> pair_ratios, undisturbed_ratios, fast_ratios, slow_ratios, undisturbed_rollback_s,
+      undisturbed_floor_s;
+  int rounds_fast = 0, rounds_slow = 0, rounds_mixed = 0, pairs_disturbed = 0;
+  std::mt19937_64 rng(20261201);  // fixed: a rerun draws the same orders
   for (auto _ : st) {
     const auto t0 = clock::now();
-    add(rollback, sample_teardown<protocol>(n, readers, 6, [&](registry& reg, std::vector<bench_object*>& objs) {
-      return rollback_all(real_domain, reg, objs);
-    }, &mark_all_registered));
+    // The probes run while no reader exists (the sampler starts and stops its own readers).
+    const bool fast_before = ping_pong(2048).best_ns < kSlowPingPongNs;
+    const paired_samples pairs = sample_rollback_vs_hand_floor(real_domain, n, readers, 6, rng);
+    const bool fast_after = ping_pong(2048).best_ns < kSlowPingPongNs;
+    add(rollback, pairs.rollback_s);
+    add(hand_floor, pairs.hand_floor_s);
+    pair_ratios.insert(pair_ratios.end(), pairs.ratio.begin(), pairs.ratio.end());
+    const bool fast = fast_before && fast_after, slow = !fast_before && !fast_after;
+    rounds_fast += fast;
+    rounds_slow += slow;
+    rounds_mixed += !fast && !slow;
+    for (std::size_t i = 0; i < pairs.ratio.size(); ++i) {
+      if (pairs.disturbed[i]) {
+        ++pairs_disturbed;
+        continue;
+      }
+      undisturbed_ratios.push_back(pairs.ratio[i]);
+      undisturbed_rollback_s.push_back(pairs.rollback_s[i]);
+      undisturbed_floor_s.push_back(pairs.hand_floor_s[i]);
+      if (fast) fast_ratios.push_back(pairs.ratio[i]);
+      if (slow) slow_ratios.push_back(pairs.ratio[i]);
+    }
     add(floor_, sample_teardown<protocol>(n, readers, 6, [&](registry& reg, std::vector<bench_object*>& objs) {
       return rollback_all(fake_domain, reg, objs);
     }, &mark_all_registered));
@@ -277,6 +401,23 @@ void bm_goal_interleaved(benchmark::State& st, std::size_t n, int readers) {
     st.counters[std::string(names[m]) + "_samples"] = static_cast<double>(samples[m].size());
   }
   st.counters["ratio_rollback_over_floor"] = med[rollback] / med[floor_];
+  // The figure: the median of per-pair ratios (each pair: one batch of each, adjacent, in
+  // random order, same readers), over all pairs; then over undisturbed pairs only, all of them
+  // and split by the state of the round the pair ran in. A figure with no pair gets no counter
+  // (Google Benchmark's counters have no null).
+  st.counters["ratio_rollback_over_hand_floor"] = median_of(pair_ratios);
+  if (!undisturbed_ratios.empty()) {
+    st.counters["ratio_rollback_over_hand_floor_undisturbed"] = median_of(undisturbed_ratios);
+    st.counters["rollback_many_ns_per_obj_undisturbed"] = median_of(undisturbed_rollback_s) * 1e9 / static_cast<double>(n);
+    st.counters["hand_floor_ns_per_obj_undisturbed"] = median_of(undisturbed_floor_s) * 1e9 / static_cast<double>(n);
+  }
+  st.counters["pairs_disturbed"] = pairs_disturbed;
+  st.counters["pairs"] = static_cast<double>(pair_ratios.size());
+  if (!fast_ratios.empty()) st.counters["ratio_rollback_over_hand_floor_fast"] = median_of(fast_ratios);
+  if (!slow_ratios.empty()) st.counters["ratio_rollback_over_hand_floor_slow"] = median_of(slow_ratios);
+  st.counters["rounds_fast"] = rounds_fast;
+  st.counters["rounds_slow"] = rounds_slow;
+  st.counters["rounds_mixed"] = rounds_mixed;
   st.counters["ratio_legacy1_over_rollback"] = med[legacy1] / med[rollback];
   st.counters["ratio_legacy3_over_rollback"] = med[legacy3] / med[rollback];
   st.counters["ratio_callrcu_over_rollback"] = med[callrcu] / med[rollback];
@@ -453,8 +594,8 @@ void add_ping_pong(const char* when) {
       ->Unit(benchmark::kNanosecond);
 }
 
-constexpr method kMethods[] = {method::rollback_many, method::floor, method::legacy_1gp, method::legacy_3gp,
-                               method::call_rcu_barrier};
+constexpr method kMethods[] = {method::rollback_many, method::floor, method::hand_floor, method::legacy_1gp,
+                               method::legacy_3gp, method::call_rcu_barrier};
 
 template <class Flavor>
 void add_flavor(const run_config& cfg) {

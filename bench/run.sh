@@ -6,6 +6,8 @@
 #                                   # at N = 1e4 only, legacy cases capped (see bench/RESULTS.md)
 #   bench/run.sh --full             # 0/1/2 readers everywhere, longer runs and larger legacy caps
 #   bench/run.sh --quick --build-dir build/bench-dev -- --benchmark_filter=memb
+#   bench/run.sh --quick --no-plot -- --benchmark_filter=BM_Goal_Interleaved --benchmark_repetitions=5 \
+#       --benchmark_enable_random_interleaving=true   # the goal case's ratios, aggregated over 5 runs
 #
 # Options:
 #   --build-dir DIR   build tree (default: build/bench, the `bench` preset's)
@@ -36,7 +38,7 @@ while [[ $# -gt 0 ]]; do
     --no-build) do_build=0 ;;
     --no-plot) do_plot=0 ;;
     --) shift; extra=("$@"); break ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) echo "$0: unknown argument '$1'" >&2; exit 2 ;;
   esac
   shift
