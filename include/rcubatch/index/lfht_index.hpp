@@ -250,8 +250,8 @@ class lfht_index {
     h.owner_ = &obj;
     cds_lfht_node* in = nullptr;
     {
+      check_online("add_unique");  // before the guard, which would bring an offline thread online
       read_guard<Flavor> guard;
-      check_online("add_unique");
       annotate_publish(&h.node_);  // liburcu's publication is invisible to TSan
       in = cds_lfht_add_unique(table_, hash_(key), &match_key<key_type>, &p, &h.node_);
     }
@@ -271,8 +271,8 @@ class lfht_index {
     h.owner_ = &obj;
     cds_lfht_node* old = nullptr;
     {
+      check_online("add_or_replace");  // before the guard, which would bring an offline thread online
       read_guard<Flavor> guard;
-      check_online("add_or_replace");
       annotate_publish(&h.node_);
       old = cds_lfht_add_replace(table_, hash_(key), &match_key<key_type>, &p, &h.node_);
     }
@@ -302,8 +302,8 @@ class lfht_index {
     h.owner_ = &new_obj;
     int rc = 0;
     {
+      check_online("replace");  // before the guard, which would bring an offline thread online
       read_guard<Flavor> guard;
-      check_online("replace");
       cds_lfht_iter it;  // cds_lfht_replace wants an iterator on the old node
       cds_lfht_lookup(table_, hv, &match_node, &old_h.node_, &it);
       annotate_publish(&h.node_);
@@ -323,8 +323,8 @@ class lfht_index {
     if (h.linked_in_ != this) return false;
     int rc = 0;
     {
+      check_online("unlink");  // before the guard, which would bring an offline thread online
       read_guard<Flavor> guard;
-      check_online("unlink");
       rc = cds_lfht_del(table_, &h.node_);
     }
     if (rc != 0) return false;
