@@ -270,6 +270,25 @@ std::ptrdiff_t position(const std::vector<std::string>& log, const std::string& 
   return -1;
 }
 
+TEST(rollback_many_lanes, with_no_holder_every_stream_is_destroyed_before_its_session_in_one_pass) {
+  // ref_drain.hpp guarantee 3: the last lane first, newest first; nothing waits.
+  fake::reset();
+  registry reg(2);
+  two_sessions_two_streams(reg);
+  reg.logging = true;
+  grace_domain<fake> domain;
+  unreg_queue<session> sessions;
+  unreg_queue<stream> streams;
+  for (auto& s : reg.sessions) sessions.push(*s);
+  const batch_stats st = rollback_many(domain, lane(sessions, session_policy{&reg}), lane(streams, stream_policy{&reg}));
+  for (int s = 0; s < 2; ++s)
+    for (int k = 0; k < 2; ++k)
+      EXPECT_LT(position(reg.log, "stream:" + std::to_string(s) + "." + std::to_string(k)),
+                position(reg.log, "session:" + std::to_string(s)));
+  EXPECT_EQ(st.longest_drain_wait.count(), 0) << "no object had to be waited for";
+  expect_each_destroyed_once(reg);
+}
+
 TEST(rollback_many_lanes, a_held_stream_delays_its_own_session_only) {
   registry reg(2);
   two_sessions_two_streams(reg);

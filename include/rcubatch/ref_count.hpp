@@ -43,6 +43,11 @@ class ref_count {
   ref_count(const ref_count&) = delete;
   ref_count& operator=(const ref_count&) = delete;
 
+  /// Effects: takes a reference: the object's batch will not destroy it before the matching put().
+  /// Requires: the caller reached the object legitimately (inside a read section, or through a
+  /// reference it already holds). Misuse: a hold on an object whose count already drained to zero
+  /// is refused and diagnosed (hold_after_drain). Complexity: one relaxed fetch_add. Thread safety:
+  /// any thread.
   void hold() noexcept {
     const std::uint64_t old = word_.fetch_add(1, std::memory_order_relaxed);
     if (old == kDraining) {
@@ -74,11 +79,13 @@ class ref_count {
     if (old == (kDraining | 1)) listener_->released(owner_);
   }
 
-  /// Current number of holders (a snapshot; exact only when nobody holds or puts concurrently).
+  /// Returns: the current number of holders (a snapshot; exact only when nobody holds or puts
+  /// concurrently). Complexity: one acquire load.
   std::uint64_t count() const noexcept { return word_.load(std::memory_order_acquire) & ~kDraining; }
 
-  /// Called once by the ref drain. Returns true when the count is already zero: no holder will
-  /// call the listener. Otherwise the put that reaches zero calls listener->released(owner).
+  /// For the ref drain, once per object: marks the count as draining. Returns true when it is
+  /// already zero (no holder will call the listener); otherwise the put() that reaches zero calls
+  /// listener->released(owner), exactly once. Requires: the batch's last grace period has ended.
   bool begin_drain(ref_release_listener* listener, void* owner) noexcept {
     // Common case, no holder: after the batch's last grace period nobody can find the object, so
     // no legitimate hold() can start from zero — a plain load and store suffice, and no put() will

@@ -5,7 +5,7 @@
 // all objects at once and destroys each as soon as its count reaches zero (the kernel's
 // netdev_wait_allrefs_any): one stuck object never delays unrelated ones.
 //
-// Order guarantees (each tested in tests/ref_drain_test.cpp):
+// Order guarantees (tested in tests/ref_drain_test.cpp and, across object types, tests/lanes_test.cpp):
 //   1. An object is destroyed only when its reference count is zero and stays zero (a hold()
 //      after that is misuse: hold_after_drain).
 //   2. An object is destroyed only after every dependent it queued into a batch (batch::queue
