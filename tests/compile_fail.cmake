@@ -33,3 +33,5 @@ rcubatch_add_compile_fail_test(polymorphic_base_default_delete compile_fail/poly
 rcubatch_add_compile_fail_test(derived_pushed_as_base_without_virtual_destructor
   compile_fail/derived_pushed_as_base_without_virtual_destructor.cpp
   "queued as T, and T has no virtual destructor")
+rcubatch_add_compile_fail_test(two_lanes_of_one_type compile_fail/two_lanes_of_one_type.cpp
+  "each object type may have one lane only")

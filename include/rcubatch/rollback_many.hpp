@@ -443,14 +443,13 @@ lane_ref<T, std::remove_reference_t<Policy>> ref_of(lane_spec<T, Policy>& s) noe
   return {s.queue, s.policy};
 }
 
-template <class... T>
+template <class T, class... Rest>
 constexpr bool distinct_types() {
-  constexpr std::size_t n = sizeof...(T);
-  const void* keys[n] = {&lane_key<T>...};
-  for (std::size_t i = 0; i < n; ++i)
-    for (std::size_t j = i + 1; j < n; ++j)
-      if (keys[i] == keys[j]) return false;
-  return true;
+  if constexpr (sizeof...(Rest) == 0) {
+    return true;
+  } else {
+    return (!std::is_same_v<T, Rest> && ...) && distinct_types<Rest...>();
+  }
 }
 
 template <class Flavor, class... T, class... P>
