@@ -228,14 +228,16 @@ class typed_lane : public lane_base {
   }
 
   /// Phase 6, first pass: → unregistered; destroys every object that is free, counts the rest.
-  void drain_scan(ref_drain& d) noexcept {
+  /// `writers_may_race`: the caller's lock is released during the drain (unlock_during_waits), so
+  /// another writer's cascade may record itself as a parent of an object being released.
+  void drain_scan(ref_drain& d, bool writers_may_race) noexcept {
     registrable_list& objs = objects();
     for (auto it = objs.end(); it != objs.begin();) {
       registrable_base& r = *--it;
       access::set_state(r, reg_state::unregistered);
       if (r.refs().begin_drain(&d, &r)) {
         it = objs.erase(it);
-        release(r);
+        release(r, writers_may_race);
       } else {
         ++d.held;
       }
@@ -244,7 +246,7 @@ class typed_lane : public lane_base {
 
   void release_held(registrable_base& r) noexcept override {
     objects().erase(objects().iterator_to(r));
-    release(r);
+    release(r, true);  // the slow path: the locked exchange costs nothing here
   }
   void rebroadcast(registrable_base& r) noexcept override { hooks_.rebroadcast(access::downcast<T>(r)); }
   bool has_rebroadcast() const noexcept override { return hooks_type::has_rebroadcast; }
@@ -275,11 +277,20 @@ class typed_lane : public lane_base {
 
   /// The one way an object leaves a batch: destroyed, then its tied retirees, then the reference
   /// it held on its parent is put (which may free the parent in turn).
-  void release(registrable_base& r) noexcept {
+  void release(registrable_base& r, bool writers_may_race) noexcept {
     access::owner(r) = nullptr;
     access::lane(r).store(nullptr, std::memory_order_relaxed);
     access::set_state(r, reg_state::released);
-    registrable_base* parent = access::parent(r).exchange(kParentGone, std::memory_order_acq_rel);
+    // Only a writer in another batch can set parent_ concurrently (batch::record_parent), and only
+    // while this batch has released the lock; otherwise a plain load and store do, which keeps a
+    // locked RMW out of the per-object pass (a lock op stalls on every cache miss).
+    registrable_base* parent;
+    if (writers_may_race) {
+      parent = access::parent(r).exchange(kParentGone, std::memory_order_acq_rel);
+    } else {
+      parent = access::parent(r).load(std::memory_order_relaxed);
+      access::parent(r).store(kParentGone, std::memory_order_relaxed);
+    }
     retire_chain tied;
     tied.swap(access::tied(r));
     hooks_.destroy(&access::downcast<T>(r));
@@ -371,7 +382,7 @@ class rollback_engine {
     timed(stats, phase::destroy, [&] { batch_access::dispose_untied(batch_); });
     timed(stats, phase::ref_drain, [&] {
       ref_drain drain(pointers_.data(), kLanes, opts_.drain, stats, lock_);
-      each_reversed([&](auto& l) { l.drain_scan(drain); });
+      each_reversed([&](auto& l) { l.drain_scan(drain, lock_.released_during_waits()); });
       drain.template wait<Flavor>();
     });
     timed(stats, phase::destroy, [&] { batch_access::dispose_late(batch_); });

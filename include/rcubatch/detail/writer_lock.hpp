@@ -35,6 +35,8 @@ class writer_lock_ref {
     held_ = true;
     released_for_ += clock::now() - unlocked_at_;
   }
+  /// True when the caller opted in to unlock_during_waits: other writers may run meanwhile.
+  bool released_during_waits() const noexcept { return lock_ != nullptr; }
   /// Total time the lock was given back to other writers.
   clock::duration released_for() const noexcept { return released_for_; }
 
