@@ -169,7 +169,7 @@ class interpreter {
         w = w.subspan(2);
       } else if (v == "-4" || v == "-family=inet") {
         w = w.subspan(1);  // netsim is IPv4 only
-      } else if (v.size() > 1 && v[0] == '-' && !(v.size() > 1 && std::isdigit(static_cast<unsigned char>(v[1])))) {
+      } else if (v.size() > 1 && v[0] == '-') {
         return not_modelled("global option " + netsim::quoted(v));
       } else if (w.size() >= 2 && pick(v, {"netns"}) == "netns" && netns_action(w[1]) == "exec") {
         if (w.size() < 4) return status::fail("No netns name specified");
