@@ -136,9 +136,22 @@ class registry final : private grace_periods {
 
   // ---- commands --------------------------------------------------------------------------------
 
+  /// A name with one "%d" takes the lowest free number (dev_alloc_name: EINVAL for any other '%',
+  /// ENFILE when the 32,768 numbers of __dev_alloc_name's bitmap are taken).
   status link_add(netns& ns, const link_request& req) {
     writer_section w(*this);
-    return link_add_locked(ns, req);
+    const auto pct = req.name.find('%');
+    if (pct == std::string::npos) return link_add_locked(ns, req);
+    if (req.name.size() > 15 || pct + 1 >= req.name.size() || req.name[pct + 1] != 'd' ||
+        req.name.find('%', pct + 2) != std::string::npos)
+      return status::fail("RTNETLINK answers: Invalid argument");
+    link_request named = req;
+    for (int i = 0; i < 32768; ++i) {
+      named.name = req.name.substr(0, pct) + std::to_string(i) + req.name.substr(pct + 2);
+      if (named.name.size() > 15) break;
+      if (!ns.name_taken(named.name)) return link_add_locked(ns, named);
+    }
+    return status::fail("RTNETLINK answers: Too many open files in system");
   }
 
   status link_set(netns& ns, std::string_view name, bool up) { return link_set(ns, name, link_change{.up = up, .mtu = std::nullopt}); }

@@ -277,6 +277,16 @@ TEST(netsim_linux, lines_split_as_ip_batch_splits_them) {
   EXPECT_TRUE(has(o.out, "id 16\n")) << o.out;
 }
 
+TEST(netsim_linux, a_percent_d_name_takes_the_lowest_free_number) {
+  // dev_alloc_name: "dummy%d" is dummy0, then the lowest number not taken.
+  auto o = run("link add name x1 type dummy\nlink add name x%d type dummy\nlink add name x%d type dummy\n"
+               "link add name x%d type dummy\nlink add name x%s type dummy\nlink show\n",
+               netdev::unreg_mode::batched, true);
+  EXPECT_TRUE(has(o.out, ": x0: ") && has(o.out, ": x2: ") && has(o.out, ": x3: ")) << o.out;
+  EXPECT_TRUE(has(o.err, "t:5: error: RTNETLINK answers: Invalid argument")) << o.err;
+  EXPECT_EQ(o.result.devices, 5u);
+}
+
 TEST(netsim_linux, a_vlan_group_costs_a_part_not_4096_slots) {
   // 4096 pointers are 32 KiB; the group now holds one pointer per 64-VID part.
   EXPECT_LE(sizeof(netdev::vlan_group), 1024u);
