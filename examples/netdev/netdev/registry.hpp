@@ -631,8 +631,7 @@ class registry final : private grace_periods {
   void dellink(net_device& d, rcubatch::unreg_queue<net_device>& q) { q.push(d); }
 
   void open_device(net_device& d) {
-    if (d.kind == link_kind::macvlan) macvlan::open(d);
-    // Allocated before the device goes up: then nothing below fails half-way.
+    // Allocated before the device goes up (or a macvlan is hashed): then nothing below fails half-way.
     // inetdev_event NETDEV_UP: lo gets 127.0.0.1/8 (once; it stays across down/up).
     const bool add_lo_address = d.kind == link_kind::loopback && d.addresses.empty();
     const net_device::address lo_address{{0x7f000001, 8}, false, false};
@@ -644,6 +643,7 @@ class registry final : private grace_periods {
     for (const net_device::address& a : d.addresses)
       for (auto& r : address_routes(d, a, false))
         if (!route_present(d, *r)) made.push_back(std::move(r));
+    if (d.kind == link_kind::macvlan) macvlan::open(d);
     d.up.store(true, std::memory_order_release);
     if (add_lo_address) d.addresses.push_back(lo_address);
     for (auto& r : made) d.ns->routes().add(*r.release());
