@@ -11,9 +11,11 @@
 // teardown and its extra grace periods); anything else is batched mode and part of the script.
 // Resource guards (not oracles): numbers reach the reader whole (long digit runs, LLONG_MIN, base 0
 // ids); a *line* is skipped — not the input — when, with the variables as they are when it runs,
-// its `for` loops would multiply to more than 2,000 iterations, it loads more than 2,000 dummies,
-// or it asks xmit for more than 2 threads / 200 packets. Nesting, long lines and deep prefixes are
-// left to the interpreter's own limits, which are what is under test.
+// its `for` loops would multiply to more than 300 iterations or it loads more than 300 dummies
+// (kLineBudget), when the input's lines together would pass 1,500 (kInputBudget: a long fuzz run
+// timed out on five loops of 1,000 deletes, 2 GPs each, under a loaded VM), or when it asks xmit
+// for more than 2 threads / 200 packets. Nesting, long lines and deep prefixes are left to the
+// interpreter's own limits, which are what is under test.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -36,8 +38,12 @@ namespace {
 
 using F = rcubatch::flavor::memb;
 
-/// Whether running `w` now could cost more than a fuzz input should (see the guards above).
-bool line_too_expensive(const std::vector<std::string>& w, const netsim::variables& vars) {
+/// What running `w` now could cost, in loop iterations and dummies loaded (see the guards above);
+/// kLineBudget + 1 when it asks xmit for too much.
+constexpr long double kLineBudget = 300;   // per line
+constexpr long double kInputBudget = 1500;  // all lines of one input together: each iteration may be
+                                            // a batch of 2 GPs, and every line is snapshot (O(devices))
+long double line_cost(const std::vector<std::string>& w, const netsim::variables& vars) {
   auto value = [&](const std::string& word) -> std::optional<long long> {
     std::string v = word;
     if (vars.substitute(v)) return std::nullopt;
@@ -52,20 +58,20 @@ bool line_too_expensive(const std::vector<std::string>& w, const netsim::variabl
     }
     if (w[i] == "threads" && i + 1 < w.size()) {
       auto n = value(w[i + 1]);
-      if (!n || *n > 2) return true;
+      if (!n || *n > 2) return kLineBudget + 1;
     }
     if (w[i] == "packets" && i + 1 < w.size()) {
       auto n = value(w[i + 1]);
-      if (!n || *n > 200) return true;
+      if (!n || *n > 200) return kLineBudget + 1;
     }
     if (w[i].find("numdummies=") != std::string::npos) {
       std::string v = w[i].substr(w[i].find('=') + 1);
       if (vars.substitute(v)) continue;
       auto n = netsim::parse_ip_integer(v);
-      if (n && *n > 2000) return true;
+      if (n) iterations *= std::max<long double>(1, static_cast<long double>(*n));
     }
   }
-  return iterations > 2000;
+  return iterations;
 }
 
 struct snapshot {
@@ -119,8 +125,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   netsim::variables vars;
   {
     netdev::registry<F> reg(legacy ? netdev::unreg_mode::legacy : netdev::unreg_mode::batched);
+    long double spent = 0;
     for (const auto& l : lines) {
-      if (line_too_expensive(l.words, vars)) continue;
+      const long double cost = line_cost(l.words, vars);
+      if (cost > kLineBudget || spent + cost > kInputBudget) continue;
+      spent += cost;
       const bool is_loop = std::find(l.words.begin(), l.words.end(), "for") != l.words.end();
       const snapshot before = take(reg, vars, namespaces);
       std::ostringstream out, err;
