@@ -22,5 +22,8 @@ export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 "$fuzzer" -runs=0 tests/fuzz/regressions
 # A fixed seed (FUZZ_SEED, default 1; 0 = random) makes CI explore the same mutation sequence each
 # run, so a red smoke points at a change, not at luck; the documented long runs use FUZZ_SEED=0.
+# -max_len: past the largest seed script (822 bytes, libFuzzer's default cap otherwise would be the
+# largest corpus file), so long lines and long scripts are explored without every input being huge.
 "$fuzzer" -seed="${FUZZ_SEED:-1}" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+  -max_len="${FUZZ_MAX_LEN:-32768}" \
   -dict=tests/fuzz/netsim.dict -artifact_prefix="$build/tests/fuzz/" "$corpus"

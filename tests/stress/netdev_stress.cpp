@@ -319,7 +319,6 @@ class run {
       ns_model& n = nss_.at(d.ns);
       n.by_kind[static_cast<std::size_t>(d.kind)].erase(name);
       --n.devices;
-      n.routes -= d.addrs.size();
       if (d.ns.empty() && d.kind == link_kind::gre && name.starts_with("gre")) {
         std::lock_guard lock(pool_mutex_);
         live_gre_.fetch_and(~(1u << (name[3] - '0')), std::memory_order_relaxed);
@@ -371,7 +370,6 @@ class run {
       expect_ok(s, "addr_add", name);
       if (s.ok()) {
         d.addrs.push_back(p);
-        ++nss_.at(ns).routes;
         ++addrs_added_;
       }
       check_counts("addr_add");
@@ -382,9 +380,43 @@ class run {
   void set_up(const std::string& ns, const std::string& name, bool up) {
     const netdev::status s = reg_->link_set(ns_of(ns), name, up);
     ++commands_;
+    const dev_model& d = devs_.at(name);
+    // vlan_dev_open: a vlan cannot go up while its lower device is down.
+    if (up && !d.up && d.kind == link_kind::vlan && !devs_.at(d.lower).up) {
+      if (s.ok()) VIOLATION("link_set %s up succeeded on a DOWN lower", name.c_str());
+      ++expected_failures_;
+      check_counts("link_set");
+      return;
+    }
     expect_ok(s, "link_set", name);
-    if (s.ok()) devs_.at(name).up = up;
+    if (s.ok()) {
+      // vlan_device_event: the vlans above follow their lower down and up, level by level.
+      std::vector<std::string> work{name};
+      while (!work.empty()) {
+        dev_model& x = devs_.at(work.back());
+        const bool changed = x.up != up || work.back() == name;
+        x.up = up;
+        work.pop_back();
+        if (!changed) continue;
+        for (const std::string& u : x.uppers)
+          if (devs_.at(u).kind == link_kind::vlan && devs_.at(u).up != up) work.push_back(u);
+      }
+    }
     check_counts("link_set");
+  }
+
+  /// Main-table routes the model expects in `ns`: fib_add_ifaddr gives an UP device one prefix route
+  /// per distinct subnet of its addresses (the first is primary, the others secondaries), none for /32.
+  std::size_t expected_routes(const std::string& ns) const {
+    std::size_t n = 0;
+    for (const auto& [name, d] : devs_) {
+      if (d.ns != ns || !d.up) continue;
+      std::set<std::pair<netdev::ipv4, unsigned>> subnets;
+      for (const netdev::ipv4_prefix& a : d.addrs)
+        if (a.length < 32) subnets.insert({a.network(), a.length});
+      n += subnets.size();
+    }
+    return n;
   }
 
   void create_dummies() {
@@ -459,6 +491,7 @@ class run {
     if (!s.ok()) return;
     nss_[name];
     ++ns_created_;
+    ++created_;  // its lo (loopback_net_init)
     check_counts("netns_add");
     const std::size_t n = log_uniform(std::max<std::size_t>(1, o_.max_create / 4));
     for (std::size_t i = 0; i < n; ++i) {
@@ -515,6 +548,8 @@ class run {
                 const std::vector<std::string>& gone_ns = {}) {
     const auto before = reg_->counters();
     const auto gps_before = reg_->domain().stats().grace_periods;
+    // Each deleted namespace's lo goes in the same batch.
+    const std::size_t los = std::set<std::string>(gone_ns.begin(), gone_ns.end()).size();
     const netdev::status s = cmd();
     ++commands_;
     expect_ok(s, what, arg);
@@ -522,10 +557,10 @@ class run {
     const auto after = reg_->counters();
     const std::uint64_t gps = reg_->domain().stats().grace_periods - gps_before;
     const std::uint64_t objects = after.objects_unregistered - before.objects_unregistered;
-    if (objects != doomed.size())
-      VIOLATION("%s %s: %" PRIu64 " devices unregistered, the model expected %zu", what, arg.c_str(), objects, doomed.size());
+    if (objects != doomed.size() + los)
+      VIOLATION("%s %s: %" PRIu64 " devices unregistered, the model expected %zu", what, arg.c_str(), objects, doomed.size() + los);
     const std::uint64_t batches = after.batches - before.batches;
-    if (batches != (doomed.empty() ? 0u : 1u))
+    if (batches != (doomed.empty() && los == 0 ? 0u : 1u))
       VIOLATION("%s %s: %" PRIu64 " batches for %zu devices", what, arg.c_str(), batches, doomed.size());
     if (batches == 1) {
       const rcubatch::batch_stats& b = reg_->last_batch();
@@ -534,9 +569,9 @@ class run {
       if (bounded > 2) VIOLATION("%s %s: a batch of %zu waited for %u GPs (> 2)", what, arg.c_str(), b.objects, b.grace_periods);
       if (gps != b.grace_periods)
         VIOLATION("%s %s: the domain ran %" PRIu64 " GPs, the batch reports %u", what, arg.c_str(), gps, b.grace_periods);
-      if (b.objects != doomed.size() || b.refused || b.skipped != 0)
+      if (b.objects != doomed.size() + los || b.refused || b.skipped != 0)
         VIOLATION("%s %s: batch of %zu (refused %d, skipped %zu), model %zu", what, arg.c_str(), b.objects, b.refused,
-                  b.skipped, doomed.size());
+                  b.skipped, doomed.size() + los);
       batch_gps_ += b.grace_periods;
       max_gps_ = std::max(max_gps_, b.grace_periods);
       largest_batch_ = std::max<std::uint64_t>(largest_batch_, b.objects);
@@ -552,7 +587,7 @@ class run {
     const std::set<std::string> distinct(gone_ns.begin(), gone_ns.end());
     for (const std::string& n : distinct) {
       if (reg_->find_netns(n) != nullptr) VIOLATION("netns %s still exists after %s", n.c_str(), what);
-      if (nss_.at(n).devices != 0 || nss_.at(n).routes != 0) VIOLATION("model: netns %s not empty", n.c_str());
+      if (nss_.at(n).devices != 0 || expected_routes(n) != 0) VIOLATION("model: netns %s not empty", n.c_str());
       nss_.erase(n);
     }
     ns_deleted_ += distinct.size();
@@ -677,9 +712,9 @@ class run {
 
   void check_counts(const char* after) {
     std::size_t routes = 0;
-    for (const auto& [name, m] : nss_) routes += m.routes;
-    if (reg_->device_count() != devs_.size())
-      VIOLATION("after %s: device_count %zu, model %zu", after, reg_->device_count(), devs_.size());
+    for (const auto& [name, m] : nss_) routes += expected_routes(name);
+    if (reg_->device_count() != devs_.size() + nss_.size())  // and each namespace's lo
+      VIOLATION("after %s: device_count %zu, model %zu", after, reg_->device_count(), devs_.size() + nss_.size());
     if (reg_->route_count() != routes) VIOLATION("after %s: route_count %zu, model %zu", after, reg_->route_count(), routes);
     if (reg_->all_namespaces().size() != nss_.size())
       VIOLATION("after %s: %zu namespaces, model %zu", after, reg_->all_namespaces().size(), nss_.size());
@@ -692,8 +727,9 @@ class run {
         VIOLATION("namespace '%s' missing", name.c_str());
         continue;
       }
-      if (ns->device_count() != m.devices) VIOLATION("netns '%s': %zu devices, model %zu", name.c_str(), ns->device_count(), m.devices);
-      if (ns->routes().size() != m.routes) VIOLATION("netns '%s': %zu routes, model %zu", name.c_str(), ns->routes().size(), m.routes);
+      if (ns->device_count() != m.devices + 1) VIOLATION("netns '%s': %zu devices, model %zu and lo", name.c_str(), ns->device_count(), m.devices);
+      if (ns->routes().size() != expected_routes(name))
+        VIOLATION("netns '%s': %zu routes, model %zu", name.c_str(), ns->routes().size(), expected_routes(name));
     }
     for (const auto& [name, d] : devs_) {
       const netdev::net_device* dev = ns_of(d.ns).find_locked(name);
@@ -715,7 +751,7 @@ class run {
   }
 
   void check_end() {
-    if (reg_->device_count() != 0 || reg_->route_count() != 0 || !devs_.empty())
+    if (reg_->device_count() != 1 || reg_->route_count() != 0 || !devs_.empty())  // init_net's lo stays
       VIOLATION("at exit: %zu devices, %zu routes left (model %zu)", reg_->device_count(), reg_->route_count(), devs_.size());
     if (reg_->all_namespaces().size() != 1) VIOLATION("at exit: %zu namespaces left", reg_->all_namespaces().size());
     if (created_ != unregistered_ || reg_->counters().objects_unregistered != created_)
@@ -726,7 +762,7 @@ class run {
     if (reg_->counters().stall_reports != 0)
       VIOLATION("%" PRIu64 " stall reports (a reference held for 10 s)", reg_->counters().stall_reports);
     if (live_gre_.load() != 0) VIOLATION("xmit pool not empty at exit");
-    if (reg_->init_net().lookup_index(1) != nullptr) VIOLATION("ifindex 1 still published");
+    if (reg_->init_net().lookup_index(2) != nullptr) VIOLATION("ifindex 2 still published");  // 1 is lo
   }
 
   const options o_;

@@ -11,23 +11,33 @@ struct same_network {
 };
 }  // namespace
 
-fib::fib(const rcu_flavor_struct* flavor) {
-  for (auto& t : by_length_) t = std::make_unique<rcu_table>(flavor, 1);
+fib::table::table(const rcu_flavor_struct* flavor) {
+  for (auto& t : by_length) t = std::make_unique<rcu_table>(flavor, 1);
 }
+
+fib::fib(const rcu_flavor_struct* flavor) : main_(flavor), local_(flavor) {}
 
 fib::~fib() = default;
 
-void fib::add_connected(net_device& dev, ipv4_prefix prefix) {
-  auto* r = new route(prefix, &dev);
-  by_length_[prefix.length]->add(mix_hash(r->prefix.address), &r->node.node);
-  dev.routes.push_back(*r);
-  nonempty_.fetch_or(std::uint64_t{1} << prefix.length, std::memory_order_release);
+void fib::add(route& r) noexcept {
+  table& t = of(r.table);
+  // rcu_table::add may grow the table (allocation); the bucket arrays start at one bucket, and a
+  // failed resize leaves the table usable, so this does not fail half-way.
+  t.by_length[r.prefix.length]->add(mix_hash(r.prefix.address), &r.node.node);
+  r.dev->routes.push_back(r);
+  t.nonempty.fetch_or(std::uint64_t{1} << r.prefix.length, std::memory_order_release);
+}
+
+void fib::unlink(route& r) noexcept {
+  of(r.table).by_length[r.prefix.length]->remove(&r.node.node);
+  r.dev->routes.erase(r.dev->routes.iterator_to(r));
+  dirty_ = true;
 }
 
 std::size_t fib::remove_routes_of(net_device& dev, unreg_context& batch) noexcept {
   std::size_t removed = 0;
   dev.routes.clear_and_dispose([&](route* r) {
-    by_length_[r->prefix.length]->remove(&r->node.node);
+    of(r->table).by_length[r->prefix.length]->remove(&r->node.node);
     batch.retire(*r);  // readers may hold it until the batch's last grace period
     ++removed;
   });
@@ -35,32 +45,51 @@ std::size_t fib::remove_routes_of(net_device& dev, unreg_context& batch) noexcep
   return removed;
 }
 
-void fib::sweep() noexcept {
-  if (!dirty_) return;
+void fib::table::sweep() noexcept {
   std::uint64_t mask = 0;
   for (unsigned len = 0; len < kLengths; ++len)
-    if (!by_length_[len]->empty()) mask |= std::uint64_t{1} << len;
-  nonempty_.store(mask, std::memory_order_release);
+    if (!by_length[len]->empty()) mask |= std::uint64_t{1} << len;
+  nonempty.store(mask, std::memory_order_release);
+}
+
+void fib::sweep() noexcept {
+  if (!dirty_) return;
+  main_.sweep();
+  local_.sweep();
   dirty_ = false;
 }
 
-std::size_t fib::size() const noexcept {
+std::size_t fib::table::size() const noexcept {
   std::size_t n = 0;
-  for (const auto& t : by_length_) n += t->size();
+  for (const auto& t : by_length) n += t->size();
   return n;
 }
 
-const route* fib::lookup(ipv4 address) const noexcept {
-  std::uint64_t mask = nonempty_.load(std::memory_order_acquire);
+std::size_t fib::size() const noexcept { return main_.size(); }
+std::size_t fib::local_size() const noexcept { return local_.size(); }
+
+const route* fib::table::lookup(ipv4 address) const noexcept {
+  std::uint64_t mask = nonempty.load(std::memory_order_acquire);
   while (mask != 0) {
     const unsigned len = 63 - static_cast<unsigned>(__builtin_clzll(mask));  // longest first
     mask &= ~(std::uint64_t{1} << len);
     const ipv4_prefix p{address, len};
     const ipv4 network = p.network();
-    if (cds_lfht_node* n = by_length_[len]->find(mix_hash(network), same_network{network}))
+    if (cds_lfht_node* n = by_length[len]->find(mix_hash(network), same_network{network}))
       return route_hash_node::of(n);
   }
   return nullptr;
+}
+
+const route* fib::lookup(ipv4 address) const noexcept {
+  if (const route* r = local_.lookup(address)) return r;
+  return main_.lookup(address);
+}
+
+route* fib::find_exact(route_table t, ipv4_prefix prefix) const noexcept {
+  const ipv4 network = prefix.network();
+  cds_lfht_node* n = of(t).by_length[prefix.length]->find_locked(mix_hash(network), same_network{network});
+  return n == nullptr ? nullptr : route_hash_node::of(n);
 }
 
 }  // namespace netdev

@@ -31,23 +31,42 @@ class fib {
   explicit fib(const rcu_flavor_struct* flavor);
   ~fib();
 
-  /// The connected route of an address: prefix.network()/length via dev.
-  void add_connected(net_device& dev, ipv4_prefix prefix);
+  /// The connected route of an address: prefix.network()/length via dev, in the main table.
+  void add_connected(net_device& dev, ipv4_prefix prefix) { add(*new route(prefix, &dev)); }
+  /// Links `r` (allocated by the caller) into its table and its device's route list. Cannot fail.
+  void add(route& r) noexcept;
+  /// Unlinks one route from its table and its device's list; the caller frees it after a grace
+  /// period (or retires it into a batch).
+  void unlink(route& r) noexcept;
   /// Unlinks every route of `dev` and retires it into the batch. O(dev's routes).
   std::size_t remove_routes_of(net_device& dev, unreg_context& batch) noexcept;
   /// Container-wide step, once per batch: forget prefix lengths that became empty.
   void sweep() noexcept;
 
-  /// Longest-prefix match. Requires: a read-side section.
+  /// The route for `address`: the local table first, then main, as Linux's default rules
+  /// (0: local, 32766: main). Longest-prefix match in each. Requires: a read-side section.
   const route* lookup(ipv4 address) const noexcept;
+  /// The first route of `table` for exactly `prefix` (network and length), or null. Writer lock.
+  route* find_exact(route_table table, ipv4_prefix prefix) const noexcept;
 
-  /// Number of routes (the tables count their nodes). Writer lock.
+  /// Number of routes in the main table (the tables count their nodes). Writer lock.
   std::size_t size() const noexcept;
+  std::size_t local_size() const noexcept;
 
  private:
   static constexpr unsigned kLengths = 33;
-  std::array<std::unique_ptr<rcu_table>, kLengths> by_length_;
-  std::atomic<std::uint64_t> nonempty_{0};     // bit L set: some /L route may exist
+  struct table {
+    explicit table(const rcu_flavor_struct* flavor);
+    const route* lookup(ipv4 address) const noexcept;
+    std::size_t size() const noexcept;
+    void sweep() noexcept;
+    std::array<std::unique_ptr<rcu_table>, kLengths> by_length;
+    std::atomic<std::uint64_t> nonempty{0};     // bit L set: some /L route may exist
+  };
+  table& of(route_table t) noexcept { return t == route_table::local ? local_ : main_; }
+  const table& of(route_table t) const noexcept { return t == route_table::local ? local_ : main_; }
+  table main_;
+  table local_;
   bool dirty_ = false;                         // routes removed since the last sweep; writer lock
 };
 

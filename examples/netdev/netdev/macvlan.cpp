@@ -41,6 +41,8 @@ bool macvlan_port::hash_del(net_device& mv, grace_periods& gps) noexcept {
 namespace macvlan {
 
 std::string check_newlink(const net_device& lower) {
+  // macvlan_port_create: only Ethernet devices, never a loopback (EINVAL).
+  if (lower.kind == link_kind::loopback) return "RTNETLINK answers: Invalid argument";
   if (lower.kind == link_kind::ipip || lower.kind == link_kind::gre) return "cannot add a macvlan on a tunnel";
   return {};
 }

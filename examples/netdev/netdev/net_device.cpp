@@ -5,7 +5,8 @@
 namespace netdev {
 
 namespace {
-constexpr std::array<std::string_view, 5> kKindNames{"dummy", "vlan", "macvlan", "ipip", "gre"};
+constexpr std::array<std::string_view, 6> kKindNames{"dummy", "vlan", "macvlan", "ipip", "gre", "loopback"};
+constexpr std::array<std::string_view, 5> kMacvlanModes{"vepa", "private", "bridge", "passthru", "source"};
 
 mac_address mac_for(int ifindex) noexcept {
   // Locally administered unicast, unique per ifindex: the macvlan hash needs distinct MACs.
@@ -18,7 +19,15 @@ std::string_view to_string(link_kind k) noexcept { return kKindNames[static_cast
 
 std::optional<link_kind> parse_link_kind(std::string_view s) noexcept {
   for (std::size_t i = 0; i < kKindNames.size(); ++i)
-    if (kKindNames[i] == s) return static_cast<link_kind>(i);
+    if (kKindNames[i] == s && static_cast<link_kind>(i) != link_kind::loopback) return static_cast<link_kind>(i);
+  return std::nullopt;
+}
+
+std::string_view to_string(macvlan_mode m) noexcept { return kMacvlanModes[static_cast<std::size_t>(m)]; }
+
+std::optional<macvlan_mode> parse_macvlan_mode(std::string_view s) noexcept {
+  for (std::size_t i = 0; i < kMacvlanModes.size(); ++i)
+    if (kMacvlanModes[i] == s) return static_cast<macvlan_mode>(i);
   return std::nullopt;
 }
 
@@ -29,7 +38,8 @@ std::string to_string(const mac_address& m) {
 }
 
 net_device::net_device(std::string n, link_kind k, netns& owner, int index)
-    : name(std::move(n)), ifindex(index), kind(k), ns(&owner), mac(mac_for(index)) {
+    : name(std::move(n)), ifindex(index), kind(k), ns(&owner),
+      mac(k == link_kind::loopback ? mac_address{} : mac_for(index)), mtu(k == link_kind::loopback ? 65536 : 1500) {
   CDS_INIT_LIST_HEAD(&list_node.link);
   list_node.dev = this;
   name_node.dev = this;

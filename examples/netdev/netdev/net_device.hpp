@@ -32,9 +32,15 @@ class netns;
 class vlan_group;
 class macvlan_port;
 
-enum class link_kind : unsigned char { dummy, vlan, macvlan, ipip, gre };
+/// `loopback` is the namespace's `lo` (loopback_net_init): never created by `link add`.
+enum class link_kind : unsigned char { dummy, vlan, macvlan, ipip, gre, loopback };
 std::string_view to_string(link_kind k) noexcept;
+/// A type `ip link add ... type T` can create (not loopback).
 std::optional<link_kind> parse_link_kind(std::string_view s) noexcept;
+
+/// Linux's MAX_NEST_DEV: __netdev_upper_dev_link refuses a link that makes a stack of more than
+/// this many levels (lower_level of the lower device + 1) with EMLINK, "Too many links".
+inline constexpr int kMaxNestDev = 8;
 
 using mac_address = std::array<std::uint8_t, 6>;
 
@@ -58,11 +64,18 @@ struct vlan_link {
   net_device* self = nullptr;
   net_device* lower = nullptr;  // held (refs) for the vlan's lifetime, like dev_hold(real_dev)
   std::uint16_t vid = 0;
+  bool protocol_8021ad = false;  // `protocol 802.1ad` (default 802.1Q)
   boost::intrusive::list_member_hook<> group_hook;  // vlan_group::members_; writer lock
 };
 
+/// `type macvlan mode M` (macvlan_common_newlink; default vepa).
+enum class macvlan_mode : unsigned char { vepa, private_, bridge, passthru, source };
+std::string_view to_string(macvlan_mode m) noexcept;
+std::optional<macvlan_mode> parse_macvlan_mode(std::string_view s) noexcept;
+
 struct macvlan_link {
   net_device* self = nullptr;
+  macvlan_mode mode = macvlan_mode::vepa;
   net_device* lower = nullptr;  // held for the macvlan's lifetime
   macvlan_port* port = nullptr;
   device_hash_node mac_node{};  // in the port's MAC hash while UP
@@ -132,7 +145,15 @@ struct net_device : rcubatch::registrable<net_device> {
   std::variant<std::monostate, vlan_link, macvlan_link, tunnel_link> link;
 
   // Writer lock only.
-  std::vector<ipv4_prefix> addresses;
+  /// Levels of devices at and below this one (1: no lower), as dev->lower_level.
+  int lower_level = 1;
+  unsigned mtu = 1500;
+  struct address {
+    ipv4_prefix prefix;
+    bool secondary = false;      // IFA_F_SECONDARY: a primary of the same subnet exists
+    bool noprefixroute = false;  // IFA_F_NOPREFIXROUTE
+  };
+  std::vector<address> addresses;
   boost::intrusive::list<route, boost::intrusive::member_hook<route, boost::intrusive::list_member_hook<>,
                                                               &route::dev_hook>>
       routes;

@@ -23,6 +23,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -52,6 +53,22 @@ struct link_request {
   tunnel_params tunnel{};    // ipip, gre
   bool has_remote = false;
   bool has_local = false;
+  bool vlan_8021ad = false;                       // vlan: `protocol 802.1ad`
+  macvlan_mode mode = macvlan_mode::vepa;         // macvlan: `mode M`
+  std::optional<unsigned> mtu;                    // `mtu N`; default 1500, a stacked device its lower's
+};
+
+/// What `ip link set` changes (all validated before any is applied).
+struct link_change {
+  std::optional<bool> up;
+  std::optional<unsigned> mtu;
+};
+
+/// `ip route add|replace|del PREFIX [via GW] [dev D]` (main table, metric 0).
+struct route_request {
+  ipv4_prefix prefix;
+  std::optional<ipv4> gateway;
+  std::string dev;  // empty: not given
 };
 
 /// A command's outcome: empty error = success (C++20 has no std::expected).
@@ -83,6 +100,8 @@ class registry final : private grace_periods {
     notifiers_.subscribe(vlan_cascade_);
     notifiers_.subscribe(macvlan_cascade_);
     notifiers_.subscribe(fib_);
+    writer_section w(*this);
+    create_loopback(*init_net_);
   }
 
   ~registry() {
@@ -117,47 +136,201 @@ class registry final : private grace_periods {
 
   // ---- commands --------------------------------------------------------------------------------
 
+  /// A name with one "%d" takes the lowest free number (dev_alloc_name: EINVAL for any other '%',
+  /// ENFILE when the 32,768 numbers of __dev_alloc_name's bitmap are taken).
   status link_add(netns& ns, const link_request& req) {
     writer_section w(*this);
-    return link_add_locked(ns, req);
+    const auto pct = req.name.find('%');
+    if (pct == std::string::npos) return link_add_locked(ns, req);
+    if (req.name.size() > 15 || pct + 1 >= req.name.size() || req.name[pct + 1] != 'd' ||
+        req.name.find('%', pct + 2) != std::string::npos)
+      return status::fail("RTNETLINK answers: Invalid argument");
+    link_request named = req;
+    for (int i = 0; i < 32768; ++i) {
+      named.name = req.name.substr(0, pct) + std::to_string(i) + req.name.substr(pct + 2);
+      if (named.name.size() > 15) break;
+      if (!ns.name_taken(named.name)) return link_add_locked(ns, named);
+    }
+    return status::fail("RTNETLINK answers: Too many open files in system");
   }
 
-  status link_set(netns& ns, std::string_view name, bool up) {
+  status link_set(netns& ns, std::string_view name, bool up) { return link_set(ns, name, link_change{.up = up, .mtu = std::nullopt}); }
+
+  /// do_setlink: the MTU, then the flags. A vlan whose lower device is down cannot go up
+  /// (vlan_dev_open: ENETDOWN). Going down or up carries the device's vlans with it
+  /// (vlan_device_event, NETDEV_DOWN / NETDEV_UP), and its routes: down flushes every route
+  /// through it (fib_disable_ip → fib_sync_down_dev), up restores the routes of its addresses
+  /// (fib_netdev_event → fib_add_ifaddr); the first up of lo gives it 127.0.0.1/8 (inetdev_event).
+  status link_set(netns& ns, std::string_view name, const link_change& ch) {
     writer_section w(*this);
     net_device* dev = ns.find_locked(name);
-    if (dev == nullptr) return status::fail("Cannot find device \"" + std::string(name) + "\"");
-    if (up && !dev->is_up()) open_device(*dev);
-    if (!up && dev->is_up()) close_device(*dev);
+    if (dev == nullptr) return status::fail("Cannot find device " + quoted_name(name));
+    if (ch.mtu)
+      if (std::string e = check_mtu(*dev, *ch.mtu); !e.empty()) return status::fail(e);
+    const bool opening = ch.up && *ch.up && !dev->is_up();
+    if (opening)
+      if (auto* v = std::get_if<vlan_link>(&dev->link); v != nullptr && !v->lower->is_up())
+        return status::fail("RTNETLINK answers: Network is down");
+    if (ch.mtu) set_mtu(*dev, *ch.mtu);
+    if (opening) open_tree(*dev);
+    if (ch.up && !*ch.up && dev->is_up()) close_tree(*dev);
     return {};
   }
 
   status link_del(netns& ns, std::string_view name) {
     writer_section w(*this);
     net_device* dev = ns.find_locked(name);
-    if (dev == nullptr) return status::fail("Cannot find device \"" + std::string(name) + "\"");
+    if (dev == nullptr) return status::fail("Cannot find device " + quoted_name(name));
+    // lo has no rtnl_link_ops: rtnl_dellink answers EOPNOTSUPP.
+    if (dev->kind == link_kind::loopback) return status::fail("RTNETLINK answers: Operation not supported");
     rcubatch::unreg_queue<net_device> q;
     dellink(*dev, q);
     unregister(q);
     return {};
   }
 
-  status addr_add(netns& ns, std::string_view name, ipv4_prefix p) {
+  /// __inet_insert_ifa + fib_add_ifaddr: an address of the same subnet and mask as a primary is
+  /// a secondary; every address gets its local /32 route at once, and a primary gets its prefix
+  /// route in main (local for lo) when the device is UP, unless it is a /32, in 0.0.0.0/8, or
+  /// noprefixroute. Routes of a DOWN device's addresses are added when it goes up.
+  status addr_add(netns& ns, std::string_view name, ipv4_prefix p, bool noprefixroute = false) {
     writer_section w(*this);
     net_device* dev = ns.find_locked(name);
-    if (dev == nullptr) return status::fail("Cannot find device \"" + std::string(name) + "\"");
-    for (const ipv4_prefix& a : dev->addresses)
-      if (a.address == p.address && a.length == p.length) return status::fail("RTNETLINK answers: File exists");
-    dev->addresses.reserve(dev->addresses.size() + 1);  // the allocations first: then nothing below fails half-way
-    ns.routes().add_connected(*dev, p);
-    dev->addresses.push_back(p);
+    if (dev == nullptr) return status::fail("Cannot find device " + quoted_name(name));
+    net_device::address a{p, false, noprefixroute};
+    for (const net_device::address& b : dev->addresses) {
+      if (b.prefix.address == p.address && b.prefix.length == p.length) return status::fail("RTNETLINK answers: File exists");
+      if (!b.secondary && b.prefix.length == p.length && b.prefix.network() == p.network()) a.secondary = true;
+    }
+    // The allocations first: then nothing below fails half-way.
+    dev->addresses.reserve(dev->addresses.size() + 1);
+    std::vector<std::unique_ptr<route>> made = address_routes(*dev, a, /*local_only=*/!dev->is_up());
+    for (auto& r : made) ns.routes().add(*r.release());
+    dev->addresses.push_back(a);
     return {};
   }
 
+  /// `ip addr del A[/P] dev D` (no /P: the first A of any length, ip's "wildcard deletion").
+  /// Deleting a primary deletes its secondaries (promote_secondaries is 0 by default,
+  /// __inet_del_ifa); fib_del_ifaddr drops their routes, and when the last address goes every
+  /// route through the device goes with it (fib_inetaddr_event → fib_disable_ip).
+  status addr_del(netns& ns, std::string_view name, ipv4_prefix p, bool any_length) {
+    writer_section w(*this);
+    net_device* dev = ns.find_locked(name);
+    if (dev == nullptr) return status::fail("Cannot find device " + quoted_name(name));
+    auto it = std::find_if(dev->addresses.begin(), dev->addresses.end(), [&](const net_device::address& a) {
+      return a.prefix.address == p.address && (any_length || a.prefix.length == p.length);
+    });
+    if (it == dev->addresses.end()) return status::fail("RTNETLINK answers: Cannot assign requested address");
+    const net_device::address gone = *it;
+    std::vector<net_device::address> keep;
+    keep.reserve(dev->addresses.size());
+    for (const net_device::address& a : dev->addresses) {
+      const bool its_secondary = !gone.secondary && a.secondary && a.prefix.length == gone.prefix.length &&
+                                 a.prefix.network() == gone.prefix.network();
+      if (&a != &*it && !its_secondary) keep.push_back(a);
+    }
+    remove_routes_and_wait(*dev, [&](const route& r) {
+      if (keep.empty()) return true;
+      if (r.origin != route_origin::kernel || r.gateway != 0) return false;
+      // Its own routes only if no remaining address gives the same one.
+      for (const net_device::address& a : keep)
+        if (gives_route(*dev, a, r)) return false;
+      return true;
+    });
+    dev->addresses = std::move(keep);
+    return {};
+  }
+
+  /// `ip addr flush dev D`: every address, and so (the last one gone) every route through D.
+  status addr_flush(netns& ns, std::string_view name) {
+    writer_section w(*this);
+    net_device* dev = ns.find_locked(name);
+    if (dev == nullptr) return status::fail("Cannot find device " + quoted_name(name));
+    if (dev->addresses.empty()) return {};
+    remove_routes_and_wait(*dev, [](const route&) { return true; });
+    dev->addresses.clear();
+    return {};
+  }
+
+  /// `ip route add|replace PREFIX [via GW] [dev D]` in main (fib_table_insert, fib_check_nh): the
+  /// device must be UP; a gateway must be reachable on a link route (through D if given); an
+  /// existing route for the prefix is File exists, or is replaced.
+  status route_add(netns& ns, const route_request& req, bool replace) {
+    writer_section w(*this);
+    net_device* dev = nullptr;
+    if (!req.dev.empty()) {
+      dev = ns.find_locked(req.dev);
+      if (dev == nullptr) return status::fail("Cannot find device " + quoted_name(req.dev));
+    }
+    if (req.gateway) {
+      const route* via = nullptr;
+      {
+        rcubatch::read_guard<Flavor> guard;
+        via = ns.routes().lookup(*req.gateway);
+      }
+      if (via == nullptr || via->table != route_table::main || via->gateway != 0 || (dev != nullptr && via->dev != dev))
+        return status::fail("RTNETLINK answers: Network is unreachable");
+      dev = via->dev;
+    }
+    if (dev == nullptr) return status::fail("RTNETLINK answers: No such device");
+    if (!dev->is_up()) return status::fail("Error: Nexthop device is not up.");
+    route* old = ns.routes().find_exact(route_table::main, req.prefix);
+    if (old != nullptr && !replace) return status::fail("RTNETLINK answers: File exists");
+    auto fresh = std::make_unique<route>(req.prefix, dev, route_table::main, route_origin::boot, req.gateway.value_or(0));
+    if (old != nullptr) {
+      ns.routes().unlink(*old);
+      ns.routes().add(*fresh.release());
+      domain_.synchronize();  // readers may still hold the replaced route
+      delete old;
+    } else {
+      ns.routes().add(*fresh.release());
+    }
+    return {};
+  }
+
+  /// `ip route del PREFIX [via GW] [dev D]` (fib_table_delete): ESRCH when nothing matches.
+  status route_del(netns& ns, const route_request& req) {
+    writer_section w(*this);
+    net_device* dev = nullptr;
+    if (!req.dev.empty()) {
+      dev = ns.find_locked(req.dev);
+      if (dev == nullptr) return status::fail("Cannot find device " + quoted_name(req.dev));
+    }
+    route* r = ns.routes().find_exact(route_table::main, req.prefix);
+    if (r == nullptr || (dev != nullptr && r->dev != dev) || (req.gateway && r->gateway != *req.gateway))
+      return status::fail("RTNETLINK answers: No such process");
+    ns.routes().unlink(*r);
+    domain_.synchronize();
+    delete r;
+    return {};
+  }
+
+  /// Calls f(device) for each device of `ns` under the writer lock (addresses and routes are
+  /// writer-side state), in list order.
+  template <class F>
+  void for_each_device_locked(netns& ns, F&& f) {
+    writer_section w(*this);
+    rcubatch::read_guard<Flavor> guard;
+    ns.for_each_device(f);
+  }
+
+  /// ip netns add: the name is a file under /var/run/netns (is_basename: not "", ".", "..", no '/').
+  /// loopback_net_init gives the new namespace its lo.
   status netns_add(const std::string& name) {
     writer_section w(*this);
-    if (name.empty() || name.find('/') != std::string::npos) return status::fail("invalid netns name \"" + name + "\"");
-    if (namespaces_.contains(name)) return status::fail("Cannot create namespace \"" + name + "\": File exists");
-    namespaces_.emplace(name, std::make_unique<netns>(name, flavor_));
+    if (name.empty() || name == "." || name == ".." || name.find('/') != std::string::npos)
+      return status::fail("Invalid netns name " + quoted_name(name));
+    if (name.size() > 255)
+      return status::fail("Cannot create namespace file " + quoted_name("/var/run/netns/" + name) + ": File name too long");
+    if (namespaces_.contains(name)) return status::fail("Cannot create namespace file " + quoted_name("/var/run/netns/" + name) + ": File exists");
+    auto it = namespaces_.emplace(name, std::make_unique<netns>(name, flavor_)).first;
+    try {
+      create_loopback(*it->second);
+    } catch (...) {
+      namespaces_.erase(it);  // nothing was published in it
+      throw;
+    }
     return {};
   }
 
@@ -167,7 +340,7 @@ class registry final : private grace_periods {
     std::vector<netns*> doomed;
     for (const std::string& n : names) {
       netns* ns = n.empty() ? nullptr : find_netns(n);
-      if (ns == nullptr) return status::fail("Cannot remove namespace \"" + n + "\": No such file or directory");
+      if (ns == nullptr) return status::fail("Cannot remove namespace file " + quoted_name("/var/run/netns/" + n) + ": No such file or directory");
       if (std::find(doomed.begin(), doomed.end(), ns) == doomed.end()) doomed.push_back(ns);
     }
     rcubatch::unreg_queue<net_device> q;
@@ -193,25 +366,34 @@ class registry final : private grace_periods {
   /// `modprobe dummy numdummies=N`: dummy0..dummyN-1 in the initial namespace (names must be free).
   /// One writer section for the whole command, as dummy_init_module holds RTNL around its loop: the
   /// name check and the creations are one step for every other writer.
+  ///
+  /// Every device is allocated before the first is published: out of memory (std::bad_alloc at
+  /// any allocation) fails the command with nothing created, no ifindex used and no GP paid.
   status module_load_dummy(long count) {
     if (count < 0 || count > 10'000'000) return status::fail("numdummies out of range");
     writer_section w(*this);
-    link_request req;
-    auto name_of = [&req](long i) {
-      req.name = "dummy";
-      req.name += std::to_string(i);  // IFNAMSIZ-bounded: stays in the string's inline buffer
-    };
+    auto name_of = [](long i) { return "dummy" + std::to_string(i); };  // IFNAMSIZ-bounded: inline buffer
     // Bad input changes nothing: refuse before creating any device if a name is taken (O(1) per
     // name), rather than create and roll back (ifindexes, batches and GPs would show it).
-    for (long i = 0; i < count; ++i) {
-      name_of(i);
-      if (init_net_->name_taken(req.name)) return status::fail(req.name + " already exists");
+    for (long i = 0; i < count; ++i)
+      if (init_net_->name_taken(name_of(i))) return status::fail(name_of(i) + " already exists");
+    const int base = next_ifindex_.load(std::memory_order_relaxed);
+    std::vector<std::unique_ptr<net_device>> made;
+    bool out_of_memory = false;
+    try {
+      made.reserve(static_cast<std::size_t>(count));
+      for (long i = 0; i < count; ++i)
+        made.push_back(std::make_unique<net_device>(name_of(i), link_kind::dummy, *init_net_, base + static_cast<int>(i)));
+    } catch (const std::bad_alloc&) {
+      out_of_memory = true;
     }
-    for (long i = 0; i < count; ++i) {
-      name_of(i);
-      // Cannot fail now: the names are free and valid, and nothing else runs under the section.
-      if (status s = link_add_locked(*init_net_, req); !s.ok()) return s;
+    if (out_of_memory) {
+      std::vector<std::unique_ptr<net_device>>().swap(made);  // freed before the message is allocated
+      return status::fail("modprobe: ERROR: could not insert 'dummy': Cannot allocate memory");
     }
+    next_ifindex_.store(base + static_cast<int>(count), std::memory_order_relaxed);
+    // Cannot fail now: allocated, named and indexed; publishing links intrusive nodes only.
+    for (auto& d : made) publish_device(*init_net_, *d.release());
     return {};
   }
 
@@ -253,22 +435,53 @@ class registry final : private grace_periods {
   status link_add_locked(netns& ns, const link_request& req) {
     net_device* lower = nullptr;
     if (status s = check_newlink(ns, req, lower); !s.ok()) return s;
-    net_device& dev = *new net_device(req.name, req.kind, ns, next_ifindex_.fetch_add(1));
+    // Owned until published: an allocation failing in ndo_init leaves nothing (the ifindex is
+    // taken only once it cannot fail).
+    auto owned = std::make_unique<net_device>(req.name, req.kind, ns, next_ifindex_.load(std::memory_order_relaxed));
+    net_device& dev = *owned;
     // ndo_init first: the link state is complete before any reader can find the device by name
     // or index (an xmit sender looks tunnels up by name and reads dev->link at once).
     switch (req.kind) {
-      case link_kind::dummy: break;
-      case link_kind::vlan: vlan::init(dev, *lower, static_cast<std::uint16_t>(req.vid)); break;
-      case link_kind::macvlan: macvlan::init(dev, *lower, flavor_); break;
+      case link_kind::dummy:
+      case link_kind::loopback: break;
+      case link_kind::vlan:
+        vlan::init(dev, *lower, static_cast<std::uint16_t>(req.vid));
+        std::get<vlan_link>(dev.link).protocol_8021ad = req.vlan_8021ad;
+        break;
+      case link_kind::macvlan:
+        macvlan::init(dev, *lower, flavor_);
+        std::get<macvlan_link>(dev.link).mode = req.mode;
+        break;
       case link_kind::ipip:
       case link_kind::gre: {
         auto& t = dev.link.emplace<tunnel_link>();
         t.params = req.tunnel;
         // Lockless xmit unless the tunnel stamps output sequences (seed 001); 2.6.32 had no LLTX.
         t.lltx = mode_ == unreg_mode::batched && !req.tunnel.oseq;
+        dev.mtu = 1480;  // ipip: 1500 - 20; a gre header makes it 1476 (ip_tunnel_bind_dev)
+        if (req.kind == link_kind::gre) dev.mtu = req.tunnel.has_key ? 1472 : 1476;
         break;
       }
     }
+    if (lower != nullptr) {
+      dev.lower_level = lower->lower_level + 1;
+      dev.mtu = lower->mtu;  // vlan_dev_init / macvlan_common_newlink inherit the lower MTU
+    }
+    if (req.mtu) dev.mtu = *req.mtu;
+    next_ifindex_.fetch_add(1, std::memory_order_relaxed);
+    owned.release();
+    publish_device(ns, dev);
+    return {};
+  }
+
+  /// loopback_net_init: `lo`, ifindex 1, DOWN, in every namespace.
+  void create_loopback(netns& ns) {
+    publish_device(ns, *new net_device("lo", link_kind::loopback, ns, 1));
+  }
+
+  /// register_netdevice's publication, for a device whose ndo_init is done. Cannot fail.
+  void publish_device(netns& ns, net_device& dev) noexcept {
+    const link_kind kind = dev.kind;
     {
       rcubatch::read_guard<Flavor> section;  // rculfhash updates run inside a read-side section
       ns.publish(dev);
@@ -276,15 +489,15 @@ class registry final : private grace_periods {
     ns.grow_indexes();
     dev.mark_registered();
     // Then the secondary structures that lead readers to it (list_netdevice, then the link type's).
-    switch (req.kind) {
-      case link_kind::dummy: break;
+    switch (kind) {
+      case link_kind::dummy:
+      case link_kind::loopback: break;
       case link_kind::vlan: vlan::attach(dev); break;
       case link_kind::macvlan: macvlan::attach(dev); break;
       case link_kind::ipip:
-      case link_kind::gre: ns.tunnels(req.kind).add(dev); break;  // cannot fail: the key was checked free
+      case link_kind::gre: ns.tunnels(kind).add(dev); break;  // cannot fail: the key was checked free
     }
     notifiers_.notify({netdev_event_kind::registered, &dev, nullptr});
-    return {};
   }
 
   // ---- the rcubatch policy: the phases of unregister_netdevice_many ---------------------------
@@ -326,7 +539,8 @@ class registry final : private grace_periods {
     bool uninit(net_device& d, batch_type& b) noexcept {
       batch_context ctx(b);
       switch (d.kind) {
-        case link_kind::dummy: return false;
+        case link_kind::dummy:
+        case link_kind::loopback: return false;
         case link_kind::vlan: return vlan::uninit(d, ctx);
         case link_kind::macvlan: return macvlan::uninit(d, ctx);
         case link_kind::ipip:
@@ -365,17 +579,29 @@ class registry final : private grace_periods {
     std::chrono::steady_clock::time_point start_;
   };
 
+  static std::string quoted_name(std::string_view s) {
+    constexpr std::size_t kShown = 64;  // a 10 MB name is not echoed whole
+    if (s.size() <= kShown) return "\"" + std::string(s) + "\"";
+    return "\"" + std::string(s.substr(0, kShown)) + "...\" (" + std::to_string(s.size()) + " bytes)";
+  }
+
   status check_newlink(netns& ns, const link_request& req, net_device*& lower) {
+    // dev_valid_name: 1..15 bytes (IFNAMSIZ), not "." or "..", no '/', ':' or blank.
     if (req.name.empty() || req.name.size() > 15 ||
-        req.name.find_first_of("/ \t:") != std::string::npos || (req.name.size() <= 2 && req.name.find_first_not_of('.') == std::string::npos))  // ".", ".."
-      return status::fail("\"" + req.name + "\" is not a valid device name");
+        req.name.find_first_of("/ \t\n\r\v\f:") != std::string::npos || req.name == "." || req.name == "..")
+      return status::fail(quoted_name(req.name) + " is not a valid device name");
     if (ns.name_taken(req.name)) return status::fail("RTNETLINK answers: File exists (" + req.name + ")");
     const bool stacked = req.kind == link_kind::vlan || req.kind == link_kind::macvlan;
     if (!stacked && !req.lower.empty()) return status::fail(std::string(to_string(req.kind)) + " takes no lower device");
     if (stacked) {
       if (req.lower.empty()) return status::fail(std::string(to_string(req.kind)) + " needs \"link LOWER\"");
       lower = ns.find_locked(req.lower);
-      if (lower == nullptr) return status::fail("Cannot find device \"" + req.lower + "\"");
+      if (lower == nullptr) return status::fail("Cannot find device " + quoted_name(req.lower));
+      // macvlan_common_newlink: a macvlan on a macvlan attaches to the real lower device.
+      if (req.kind == link_kind::macvlan)
+        if (auto* m = std::get_if<macvlan_link>(&lower->link)) lower = m->lower;
+      // __netdev_upper_dev_link: lower_level + the new device's upper_level (1) > MAX_NEST_DEV.
+      if (lower->lower_level + 1 > kMaxNestDev) return status::fail("RTNETLINK answers: Too many links");
     }
     if (req.kind == link_kind::vlan) {
       if (req.vid < 0) return status::fail("vlan needs \"id N\"");
@@ -383,6 +609,12 @@ class registry final : private grace_periods {
     }
     if (req.kind == link_kind::macvlan)
       if (std::string e = macvlan::check_newlink(*lower); !e.empty()) return status::fail(e);
+    // vlan_newlink / macvlan_common_newlink: an MTU above the lower's is EINVAL; ip_tunnel_newlink: 68..65515.
+    if (req.mtu) {
+      if (lower != nullptr && *req.mtu > lower->mtu) return status::fail("RTNETLINK answers: Invalid argument");
+      if ((req.kind == link_kind::ipip || req.kind == link_kind::gre) && (*req.mtu < 68 || *req.mtu > 65515))
+        return status::fail("RTNETLINK answers: Invalid argument");
+    }
     if (req.kind == link_kind::ipip || req.kind == link_kind::gre) {
       if (!req.has_remote || !req.has_local) return status::fail("tunnel needs \"remote A local B\"");
       if (req.kind == link_kind::ipip && (req.tunnel.has_key || req.tunnel.oseq))
@@ -399,9 +631,120 @@ class registry final : private grace_periods {
   void dellink(net_device& d, rcubatch::unreg_queue<net_device>& q) { q.push(d); }
 
   void open_device(net_device& d) {
+    // Allocated before the device goes up (or a macvlan is hashed): then nothing below fails half-way.
+    // inetdev_event NETDEV_UP: lo gets 127.0.0.1/8 (once; it stays across down/up).
+    const bool add_lo_address = d.kind == link_kind::loopback && d.addresses.empty();
+    const net_device::address lo_address{{0x7f000001, 8}, false, false};
+    std::vector<std::unique_ptr<route>> made;
+    if (add_lo_address) {
+      d.addresses.reserve(1);
+      made = address_routes(d, lo_address, false);
+    }
+    for (const net_device::address& a : d.addresses)
+      for (auto& r : address_routes(d, a, false))
+        if (!route_present(d, *r)) made.push_back(std::move(r));
     if (d.kind == link_kind::macvlan) macvlan::open(d);
     d.up.store(true, std::memory_order_release);
+    if (add_lo_address) d.addresses.push_back(lo_address);
+    for (auto& r : made) d.ns->routes().add(*r.release());
     notifiers_.notify({netdev_event_kind::up, &d, nullptr});
+  }
+
+  /// Opens `d`, then every vlan above it, level by level (vlan_device_event NETDEV_UP).
+  void open_tree(net_device& d) {
+    std::vector<net_device*> work{&d};
+    while (!work.empty()) {
+      net_device* x = work.back();
+      work.pop_back();
+      if (x->is_up()) continue;
+      open_device(*x);
+      for (net_device* v : vlan::uppers(*x)) work.push_back(v);
+    }
+  }
+
+  /// Closes `d`, then every UP vlan above it (vlan_device_event NETDEV_DOWN), each with its own
+  /// dev_deactivate grace period, as each dev_close pays one.
+  void close_tree(net_device& d) {
+    std::vector<net_device*> work{&d};
+    while (!work.empty()) {
+      net_device* x = work.back();
+      work.pop_back();
+      if (!x->is_up()) continue;
+      close_device(*x);
+      for (net_device* v : vlan::uppers(*x)) work.push_back(v);
+    }
+  }
+
+  /// The routes address `a` gives `d` (fib_add_ifaddr), allocated, not linked: the local /32,
+  /// and — unless local_only, or a secondary, /32, 0.0.0.0/8 or noprefixroute — its prefix
+  /// route (in main; for lo in local).
+  static std::vector<std::unique_ptr<route>> address_routes(net_device& d, const net_device::address& a, bool local_only) {
+    std::vector<std::unique_ptr<route>> out;
+    out.reserve(2);
+    out.push_back(std::make_unique<route>(ipv4_prefix{a.prefix.address, 32}, &d, route_table::local));
+    const ipv4 network = a.prefix.network();
+    if (!local_only && !a.secondary && !a.noprefixroute && a.prefix.length < 32 && (network >> 24) != 0)
+      out.push_back(std::make_unique<route>(a.prefix, &d,
+                                            d.kind == link_kind::loopback ? route_table::local : route_table::main));
+    return out;
+  }
+
+  /// Whether address `a` of `d` gives exactly route `r`.
+  static bool gives_route(net_device& d, const net_device::address& a, const route& r) {
+    for (auto& x : address_routes(d, a, false))
+      if (x->table == r.table && x->prefix.address == r.prefix.address && x->prefix.length == r.prefix.length) return true;
+    return false;
+  }
+
+  /// Whether `d` already has a kernel route equal to `r` (the local /32 of an address added while DOWN).
+  static bool route_present(net_device& d, const route& r) {
+    for (const route& x : d.routes)
+      if (x.origin == route_origin::kernel && x.table == r.table && x.prefix.address == r.prefix.address &&
+          x.prefix.length == r.prefix.length)
+        return true;
+    return false;
+  }
+
+  /// Unlinks the routes of `d` that `doomed` picks, waits one grace period, frees them.
+  template <class Pick>
+  void remove_routes_and_wait(net_device& d, Pick doomed) {
+    std::vector<route*> gone;
+    for (route& r : d.routes)
+      if (doomed(r)) gone.push_back(&r);
+    if (gone.empty()) return;
+    for (route* r : gone) d.ns->routes().unlink(*r);
+    d.ns->routes().sweep();
+    domain_.synchronize();
+    for (route* r : gone) delete r;
+  }
+
+  std::string check_mtu(const net_device& d, unsigned mtu) const {
+    if (mtu > 0x7fffffffU) return "Error: mtu greater than device maximum.";
+    if (auto* v = std::get_if<vlan_link>(&d.link); v != nullptr && mtu > v->lower->mtu)
+      return "RTNETLINK answers: Numerical result out of range";  // vlan_dev_change_mtu: ERANGE
+    if (auto* m = std::get_if<macvlan_link>(&d.link); m != nullptr && mtu > m->lower->mtu)
+      return "RTNETLINK answers: Invalid argument";  // macvlan_change_mtu: EINVAL
+    if ((d.kind == link_kind::ipip || d.kind == link_kind::gre) && (mtu < 68 || mtu > 65515))
+      return "RTNETLINK answers: Invalid argument";  // ip_tunnel_change_mtu
+    return {};
+  }
+
+  /// dev_set_mtu, then NETDEV_CHANGEMTU: vlans and macvlans above with a larger MTU are lowered to
+  /// it (vlan_device_event, macvlan_device_event), level by level.
+  void set_mtu(net_device& d, unsigned mtu) {
+    d.mtu = mtu;
+    std::vector<net_device*> work{&d};
+    while (!work.empty()) {
+      net_device* x = work.back();
+      work.pop_back();
+      std::vector<net_device*> ups = vlan::uppers(*x);
+      for (net_device* m : macvlan::dependents(*x)) ups.push_back(m);
+      for (net_device* u : ups)
+        if (u->mtu > x->mtu) {
+          u->mtu = x->mtu;
+          work.push_back(u);
+        }
+    }
   }
 
   /// ndo_stop plus the state change; the macvlan unhash waits unless the device is dismantling.
@@ -415,8 +758,20 @@ class registry final : private grace_periods {
   /// dev_close of a device that stays registered (or of one device in legacy mode): the queue
   /// deactivation costs a grace period, in every kernel era.
   void close_device(net_device& d) {
+    // NETDEV_DOWN flushes every route through d (fib_disable_ip → fib_sync_down_dev); the routes
+    // of its addresses come back on up. The unlinked routes share dev_deactivate's grace period.
+    boost::intrusive::list<route, boost::intrusive::member_hook<route, boost::intrusive::list_member_hook<>,
+                                                                &route::dev_hook>>
+        dead;
+    while (!d.routes.empty()) {
+      route& r = d.routes.front();
+      d.ns->routes().unlink(r);
+      dead.push_back(r);
+    }
+    d.ns->routes().sweep();
     domain_.synchronize();  // dev_deactivate: no transmitter is still inside the old qdisc
     stop_device(d);
+    dead.clear_and_dispose([](route* r) { delete r; });
   }
 
   void unregister(rcubatch::unreg_queue<net_device>& q) {
@@ -429,20 +784,41 @@ class registry final : private grace_periods {
     while (!q.empty()) {
       net_device& d = *q.begin();
       q.remove(d);
-      unregister_legacy(d, q);
+      unregister_legacy_tree(d, q);
     }
   }
 
   /// 2.6.32's rollback_registered(dev), dependents first (its vlan/macvlan notifiers unregistered
-  /// each upper device alone, with all of that device's grace periods).
-  void unregister_legacy(net_device& d, rcubatch::unreg_queue<net_device>& pending) {
-    std::vector<net_device*> deps = vlan::dependents(d);
-    for (net_device* m : macvlan::dependents(d)) deps.push_back(m);
-    for (net_device* dep : deps) {
-      pending.remove(*dep);  // O(1); it goes now, with its lower device
-      unregister_legacy(*dep, pending);
+  /// each upper device alone, with all of that device's grace periods). Iterative — an explicit
+  /// stack, depth-first, dependents in their list order — so no stack of devices, however built,
+  /// can overflow the thread's stack.
+  void unregister_legacy_tree(net_device& root, rcubatch::unreg_queue<net_device>& pending) {
+    struct frame {
+      net_device* dev;
+      bool expanded;
+    };
+    std::vector<frame> stack{{&root, false}};
+    while (!stack.empty()) {
+      frame& top = stack.back();
+      if (top.expanded) {
+        net_device* d = top.dev;
+        stack.pop_back();
+        unregister_legacy(*d);
+        continue;
+      }
+      top.expanded = true;
+      net_device* d = top.dev;  // `top` dies with the pushes below
+      std::vector<net_device*> deps = vlan::dependents(*d);
+      for (net_device* m : macvlan::dependents(*d)) deps.push_back(m);
+      for (auto it = deps.rbegin(); it != deps.rend(); ++it) {
+        pending.remove(**it);  // O(1); it goes now, with its lower device
+        stack.push_back({*it, false});
+      }
     }
+  }
 
+  /// One device of the legacy path, its dependents already gone.
+  void unregister_legacy(net_device& d) {
     // dev_close: dev_deactivate's grace period (+1 if UP). ndo_stop runs in the batch's close_many
     // below, where a macvlan's hash_del pays its own grace period (+1): 2.6.32 had no dismantle
     // flag, so the batch runs with mark_dismantle = false.
@@ -474,7 +850,7 @@ class registry final : private grace_periods {
   const rcu_flavor_struct* const flavor_;
   domain_type domain_;
   std::mutex rtnl_;
-  std::atomic<int> next_ifindex_{1};
+  std::atomic<int> next_ifindex_{2};  // 1 is every namespace's lo (loopback_net_init)
   std::unique_ptr<netns> init_net_;
   std::map<std::string, std::unique_ptr<netns>, std::less<>> namespaces_;  // writer lock
   notifier_chain notifiers_;

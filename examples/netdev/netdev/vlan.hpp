@@ -21,17 +21,33 @@
 
 namespace netdev {
 
+/// The VID slots come in parts allocated on first use, as the kernel's vlan_group splits its
+/// 4096 pointers into parts (vlan_group_prealloc_vid): a lower device with one vlan costs one
+/// 512-byte part, not 32 KiB (10,000 dummies with a vlan each took 341 MB with a flat array).
 class vlan_group : public rcubatch::retire_node {
  public:
   static constexpr unsigned kVids = 4096;
+  static constexpr unsigned kPartVids = 64;
+  static constexpr unsigned kParts = kVids / kPartVids;
   vlan_group() noexcept {
     dispose = [](rcubatch::retire_node* self) noexcept { delete static_cast<vlan_group*>(self); };
   }
+  ~vlan_group() {
+    for (auto& p : parts_) delete p.load(std::memory_order_relaxed);
+  }
+  vlan_group(const vlan_group&) = delete;
+  vlan_group& operator=(const vlan_group&) = delete;
 
   /// Requires: a read-side section (or the writer lock).
-  net_device* find(std::uint16_t vid) const noexcept { return slots_[vid].load(std::memory_order_acquire); }
+  net_device* find(std::uint16_t vid) const noexcept {
+    const part* p = parts_[vid / kPartVids].load(std::memory_order_acquire);
+    return p == nullptr ? nullptr : (*p)[vid % kPartVids].load(std::memory_order_acquire);
+  }
 
   // Writer lock.
+  /// Allocates the part holding `vid` if it has none. Throws: std::bad_alloc (nothing changed).
+  void prealloc(std::uint16_t vid);
+  /// Requires: prealloc(vid of `vlan`) done.
   void attach(net_device& vlan) noexcept;
   void detach(net_device& vlan) noexcept;
   bool empty() const noexcept { return members_.empty(); }
@@ -42,7 +58,8 @@ class vlan_group : public rcubatch::retire_node {
   }
 
  private:
-  std::array<std::atomic<net_device*>, kVids> slots_{};
+  using part = std::array<std::atomic<net_device*>, kPartVids>;
+  std::array<std::atomic<part*>, kParts> parts_{};  // parts live until the group is freed
   // The vlans in creation order, so the cascade is O(vlans), not a scan of 4096 slots.
   boost::intrusive::list<vlan_link, boost::intrusive::member_hook<vlan_link, boost::intrusive::list_member_hook<>,
                                                                    &vlan_link::group_hook>>
@@ -51,8 +68,10 @@ class vlan_group : public rcubatch::retire_node {
 
 namespace vlan {
 
-/// Empty when `vid` can be added on `lower`; else the error message.
+/// Empty when `vid` can be added on `lower`; else the error message (vlan_newlink's checks).
 std::string check_newlink(const net_device& lower, long vid);
+/// The vlans on `lower` (for NETDEV_UP/DOWN propagation, vlan_device_event).
+std::vector<net_device*> uppers(net_device& lower);
 /// ndo_init: the vlan's link state (lower device, VID; holds a reference on the lower device).
 /// Before the device is published, so a reader that finds it sees a complete `link`.
 void init(net_device& vlan, net_device& lower, std::uint16_t vid);

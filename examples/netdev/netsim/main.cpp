@@ -24,6 +24,28 @@ constexpr const char* kUsage =
     "              [--stats json] [-D NAME=VALUE]... (-batch FILE|- | COMMAND...)\n"
     "       netsim seed-table [--short] [--repeat K] [--flavor F] [--readers N] [--scripts DIR]\n";
 
+constexpr const char* kHelp =
+    "\n"
+    "Commands (ip syntax; objects and actions abbreviate as in ip: l a, link sh, a a, r g):\n"
+    "  [ip] [-n|-netns NS] [-4] CMD     run CMD (in namespace NS)\n"
+    "  link add [link LOWER] [name] NAME [mtu N] type dummy | vlan id N [protocol 802.1Q|802.1ad]\n"
+    "           | macvlan [mode vepa|private|bridge|passthru|source]\n"
+    "           | ipip remote A local B | gre remote A local B [key K] [oseq]\n"
+    "  link set [dev] NAME [up|down] [mtu N]      link del [dev] NAME\n"
+    "  link show [[dev] NAME] [type T] [up]\n"
+    "  addr add A/P dev NAME [brd B] [label L] [scope S] [noprefixroute] [valid_lft forever]\n"
+    "  addr del A[/P] dev NAME   addr flush dev NAME   addr show [dev NAME]\n"
+    "  route add|replace|del PREFIX|default [via GW] [dev NAME]   route show [dev NAME]   route get A\n"
+    "  netns add NAME   netns del NAME...   netns list   netns exec NS ip CMD\n"
+    "  module load dummy [numdummies=N]   module unload dummy|vlan|8021q|macvlan|ipip|gre|ip_gre\n"
+    "  xmit DEV packets N threads T       time CMD\n"
+    "  default NAME VALUE   for VAR FROM TO CMD   {NAME} {NAME+INT} (+ - * / %) in any word\n"
+    "Every namespace has lo (ifindex 1, DOWN until `link set lo up`).\n"
+    "ifconfig: only `ifconfig NAME up|down` (as link set); for `ifconfig NAME A netmask M up` write\n"
+    "  `addr add A/P dev NAME` and `link set NAME up`.\n"
+    "Valid ip syntax netsim does not model (IPv6, other link types, link set name/address/netns,\n"
+    "  route metrics/tables/types, address lifetimes, ...) fails with \"... is not modelled by netsim\".\n";
+
 struct cli {
   netsim::session_options session;
   std::string flavor = "memb";
@@ -48,28 +70,30 @@ void print_json(const netsim::session_result& r, const cli& c) {
 
 template <class Flavor>
 int run(const cli& c) {
-  std::vector<std::string> errors;
-  std::vector<netsim::script_line> lines;
+  std::ostream& out = c.stats_json ? std::cerr : std::cout;  // keep stdout one JSON object
+  netsim::session_options opt = c.session;
+  opt.record_times = false;  // printed as they run; a stream of any length keeps nothing per line
+  netsim::session_result r;
   if (!c.batch_file.empty()) {
+    // Read and run one line at a time, as ip -batch does: `yes 'link show' | netsim -batch -`
+    // answers each line as it arrives, in constant memory.
     if (c.batch_file == "-") {
-      lines = netsim::read_script(std::cin, "<stdin>", errors);
+      opt.flush_each_line = true;
+      r = netsim::run_stream<Flavor>(std::cin, "<stdin>", c.vars, opt, out, std::cerr);
     } else {
       std::ifstream in(c.batch_file);
       if (!in) {
         std::fprintf(stderr, "netsim: cannot open %s\n", c.batch_file.c_str());
         return 1;
       }
-      lines = netsim::read_script(in, c.batch_file, errors);
+      r = netsim::run_stream<Flavor>(in, c.batch_file, c.vars, opt, out, std::cerr);
     }
   } else {
-    lines.push_back({{"<command line>", 1}, c.command});
+    const std::vector<netsim::script_line> lines{{{"<command line>", 1}, c.command}};
+    r = netsim::run_session<Flavor>(lines, c.vars, opt, out, std::cerr);
   }
-  for (const auto& e : errors) std::fprintf(stderr, "%s\n", e.c_str());
-  if (!errors.empty() && !c.session.force) return 1;
-  std::ostream& out = c.stats_json ? std::cerr : std::cout;  // keep stdout one JSON object
-  const netsim::session_result r = netsim::run_session<Flavor>(lines, c.vars, c.session, out, std::cerr);
   if (c.stats_json) print_json(r, c);
-  return (r.errors == 0 && errors.empty()) ? 0 : 1;
+  return r.errors == 0 ? 0 : 1;
 }
 
 /// A non-negative count option: the whole word a decimal number in [min, max], else a usage error.
@@ -132,6 +156,7 @@ int main(int argc, char** argv) {
         c.vars.set(d.substr(0, eq), d.substr(eq + 1));
       } else if (a == "-h" || a == "--help") {
         std::fputs(kUsage, stdout);
+        std::fputs(kHelp, stdout);
         return 0;
       } else {
         break;  // the command

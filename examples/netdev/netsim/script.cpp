@@ -2,40 +2,107 @@
 
 #include <cctype>
 #include <charconv>
+#include <climits>
 
 namespace netsim {
 
+namespace {
+bool is_blank(char c) noexcept { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+bool is_ident_start(char c) noexcept { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
+bool is_ident(char c) noexcept { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
+}  // namespace
+
+std::string quoted(std::string_view s) {
+  constexpr std::size_t kShown = 64;
+  if (s.size() <= kShown) return "\"" + std::string(s) + "\"";
+  return "\"" + std::string(s.substr(0, kShown)) + "...\" (" + std::to_string(s.size()) + " bytes)";
+}
+
 std::optional<std::string> split_words(std::string_view text, std::vector<std::string>& out) {
+  if (const auto hash = text.find('#'); hash != std::string_view::npos) text = text.substr(0, hash);
   std::size_t i = 0;
   while (i < text.size()) {
-    while (i < text.size() && std::isspace(static_cast<unsigned char>(text[i]))) ++i;
-    if (i >= text.size() || text[i] == '#') break;
-    std::string word;
-    if (text[i] == '"') {
-      const std::size_t close = text.find('"', i + 1);
-      if (close == std::string_view::npos) return "unterminated quote";
-      word = text.substr(i + 1, close - i - 1);
-      i = close + 1;
+    while (i < text.size() && is_blank(text[i])) ++i;
+    if (i >= text.size()) break;
+    if (text[i] == '"' || text[i] == '\'') {
+      const std::size_t close = text.find(text[i], i + 1);
+      if (close == std::string_view::npos) return std::string("Unterminated quoted string");
+      out.emplace_back(text.substr(i + 1, close - i - 1));
+      i = close + 1;  // makeargs ends the word at the closing quote, whatever follows it
     } else {
-      while (i < text.size() && !std::isspace(static_cast<unsigned char>(text[i]))) word += text[i++];
+      const std::size_t start = i;
+      while (i < text.size() && !is_blank(text[i])) ++i;
+      out.emplace_back(text.substr(start, i - start));
     }
-    out.push_back(std::move(word));
   }
   return std::nullopt;
 }
 
+bool line_reader::physical_line(std::string& text, bool& overlong) {
+  text.clear();
+  std::streambuf* buf = in_.rdbuf();
+  bool any = false;
+  // Character by character from the stream buffer: returns as soon as a newline arrives (a pipe
+  // is read as it is written) and never stores more than one line's cap.
+  for (;;) {
+    const int c = buf->sbumpc();
+    if (c == std::char_traits<char>::eof()) {
+      in_.setstate(std::ios::eofbit);
+      return any;
+    }
+    any = true;
+    if (c == '\n') return true;
+    if (text.size() <= kMaxLineBytes) text.push_back(static_cast<char>(c));
+    else overlong = true;
+  }
+}
+
+bool line_reader::next(script_line& out, std::string& error) {
+  out.words.clear();
+  error.clear();
+  std::string text, more;
+  for (;;) {
+    bool overlong = false;
+    if (!physical_line(text, overlong)) return false;
+    const long long first = ++number_;
+    out.where = {file_, first};
+    if (auto hash = text.find('#'); hash != std::string::npos) text.resize(hash);
+    // getcmdline: a backslash at the end of a line joins the next one (its comment stripped too).
+    while (!overlong && !text.empty() && text.back() == '\\') {
+      text.pop_back();
+      bool more_overlong = false;
+      if (!physical_line(more, more_overlong)) {
+        error = file_ + ":" + std::to_string(first) + ": error: Missing continuation line";
+        return true;
+      }
+      ++number_;
+      if (auto hash = more.find('#'); hash != std::string::npos) more.resize(hash);
+      if (more_overlong || text.size() + more.size() > kMaxLineBytes) overlong = true;
+      else text += more;
+    }
+    if (overlong || text.size() > kMaxLineBytes) {
+      error = file_ + ":" + std::to_string(first) + ": error: line longer than " + std::to_string(kMaxLineBytes) +
+              " bytes";
+      return true;
+    }
+    if (auto e = split_words(text, out.words)) {
+      out.words.clear();
+      error = file_ + ":" + std::to_string(first) + ": error: " + *e;
+      return true;
+    }
+    if (!out.words.empty()) return true;
+  }
+}
+
 std::vector<script_line> read_script(std::istream& in, const std::string& file, std::vector<std::string>& errors) {
   std::vector<script_line> lines;
-  std::string text;
-  int number = 0;
-  while (std::getline(in, text)) {
-    ++number;
-    script_line l{{file, number}, {}};
-    if (auto err = split_words(text, l.words)) {
-      errors.push_back(file + ":" + std::to_string(number) + ": error: " + *err);
-      continue;
-    }
-    if (!l.words.empty()) lines.push_back(std::move(l));
+  line_reader reader(in, file);
+  script_line l;
+  std::string error;
+  while (reader.next(l, error)) {
+    if (!error.empty()) errors.push_back(error);
+    else lines.push_back(std::move(l));
+    l = {};
   }
   return lines;
 }
@@ -47,37 +114,71 @@ std::optional<long long> parse_number(std::string_view s) {
   return v;
 }
 
-std::optional<std::string> variables::substitute(std::string& word) const {
-  // Resumes after each inserted value, so a value that itself contains "{...}" (possible through
-  // -D) is not expanded again — which could loop forever.
-  std::size_t open, from = 0;
-  while ((open = word.find('{', from)) != std::string::npos) {
-    const std::size_t close = word.find('}', open);
-    if (close == std::string::npos) return "unterminated {expression} in \"" + word + "\"";
-    const std::string expr = word.substr(open + 1, close - open - 1);
-    const std::size_t op = expr.find_first_of("+-*/%");
-    const std::string name = expr.substr(0, op);
-    auto it = values_.find(name);
-    if (it == values_.end()) return "unknown variable \"" + name + "\"";
-    std::string value = it->second;
-    if (op != std::string::npos) {
-      auto lhs = parse_number(value);
-      auto rhs = parse_number(std::string_view(expr).substr(op + 1));
-      if (!lhs || !rhs) return "bad arithmetic in {" + expr + "}";
-      if ((expr[op] == '/' || expr[op] == '%') && *rhs == 0) return "division by zero in {" + expr + "}";
-      long long r = 0;
-      switch (expr[op]) {
-        case '+': r = *lhs + *rhs; break;
-        case '-': r = *lhs - *rhs; break;
-        case '*': r = *lhs * *rhs; break;
-        case '/': r = *lhs / *rhs; break;
-        default: r = *lhs % *rhs; break;
-      }
-      value = std::to_string(r);
-    }
-    word.replace(open, close - open + 1, value);
-    from = open + value.size();
+std::optional<unsigned long long> parse_ip_integer(std::string_view s) {
+  int base = 10;
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+    base = 16;
+    s.remove_prefix(2);
+  } else if (s.size() > 1 && s[0] == '0') {
+    base = 8;
+    s.remove_prefix(1);
   }
+  unsigned long long v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
+  if (s.empty() || ec != std::errc{} || end != s.data() + s.size()) return std::nullopt;
+  return v;
+}
+
+std::optional<std::string> variables::substitute(std::string& word) const {
+  // Built into a new string, each value inserted once and never expanded again (a -D value may
+  // contain "{X}": expanding it again could loop forever), in one pass over the word.
+  if (word.find('{') == std::string::npos) return std::nullopt;
+  std::string out;
+  std::size_t i = 0;
+  while (i < word.size()) {
+    const std::size_t open = word.find('{', i);
+    if (open == std::string::npos) break;
+    out.append(word, i, open - i);
+    // {NAME} or {NAME op INT}: anything else, or an undefined NAME, is text (ip allows '{' in names).
+    std::size_t p = open + 1;
+    if (p < word.size() && is_ident_start(word[p]))
+      while (p < word.size() && is_ident(word[p])) ++p;
+    const std::string_view name(word.data() + open + 1, p - open - 1);
+    const std::size_t close = word.find('}', p);
+    const auto it = name.empty() || close == std::string::npos ? values_.end() : values_.find(name);
+    const bool plain = close == p;
+    const bool arith = close != std::string::npos && close > p + 1 && std::string_view("+-*/%").find(word[p]) != std::string_view::npos;
+    if (it == values_.end() || (!plain && !arith)) {
+      out.push_back('{');
+      i = open + 1;
+      continue;
+    }
+    if (plain) {
+      out += it->second;
+    } else {
+      const std::string_view expr(word.data() + open + 1, close - open - 1);
+      auto lhs = parse_number(it->second);
+      auto rhs = parse_number(std::string_view(word.data() + p + 1, close - p - 1));
+      if (!lhs || !rhs) return "bad arithmetic in " + netsim::quoted("{" + std::string(expr) + "}");
+      const char op = word[p];
+      if ((op == '/' || op == '%') && *rhs == 0) return "division by zero in " + netsim::quoted("{" + std::string(expr) + "}");
+      long long r = 0;
+      bool overflow = false;
+      switch (op) {
+        case '+': overflow = __builtin_add_overflow(*lhs, *rhs, &r); break;
+        case '-': overflow = __builtin_sub_overflow(*lhs, *rhs, &r); break;
+        case '*': overflow = __builtin_mul_overflow(*lhs, *rhs, &r); break;
+        // LLONG_MIN / -1 (and % -1) traps on x86 (SIGFPE): the quotient does not fit.
+        case '/': overflow = *lhs == LLONG_MIN && *rhs == -1; if (!overflow) r = *lhs / *rhs; break;
+        default: r = *rhs == -1 ? 0 : *lhs % *rhs; break;  // LLONG_MIN % -1 traps too; the remainder is 0
+      }
+      if (overflow) return "arithmetic overflow in " + netsim::quoted("{" + std::string(expr) + "}");
+      out += std::to_string(r);
+    }
+    i = close + 1;
+  }
+  out.append(word, i, std::string::npos);
+  word = std::move(out);
   return std::nullopt;
 }
 

@@ -21,6 +21,11 @@ struct session_options {
   unsigned readers = 1;
   bool force = false;
   bool print_times = true;
+  /// Keep every `time` line's figures in session_result::timings (seed-table). Off, a stream of
+  /// any length runs in memory independent of its length.
+  bool record_times = true;
+  /// Flush `out` after each line (a pipe's reader sees each answer as its command runs).
+  bool flush_each_line = false;
 };
 
 struct session_result {
@@ -39,10 +44,11 @@ struct session_result {
   std::uint64_t reader_lookups = 0;
 };
 
-/// Runs `lines` on a fresh registry. Counts are taken before the registry's own teardown.
-template <class Flavor>
-session_result run_session(const std::vector<script_line>& lines, variables vars, const session_options& opt,
-                           std::ostream& out, std::ostream& err) {
+/// Runs what `feed(interp)` gives the interpreter on a fresh registry; feed returns false if a line
+/// failed. Counts are taken before the registry's own teardown.
+template <class Flavor, class Feed>
+session_result run_session_with(Feed&& feed, variables vars, const session_options& opt, std::ostream& out,
+                                std::ostream& err) {
   rcubatch::thread_registration<Flavor> registration;
   session_result r;
   const auto start = std::chrono::steady_clock::now();
@@ -51,7 +57,8 @@ session_result run_session(const std::vector<script_line>& lines, variables vars
     netdev::reader_pool<Flavor> readers(reg, opt.readers);
     interpreter<Flavor> interp(reg, vars, out, err, opt.force);
     interp.set_print_times(opt.print_times);
-    r.ok = interp.run(lines);
+    interp.set_record_times(opt.record_times);
+    r.ok = feed(interp) && interp.errors() == 0;
     r.errors = interp.errors();
     r.timings = interp.timings();
     readers.stop();
@@ -69,6 +76,44 @@ session_result run_session(const std::vector<script_line>& lines, variables vars
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
   }
   return r;
+}
+
+/// Runs `lines` on a fresh registry.
+template <class Flavor>
+session_result run_session(const std::vector<script_line>& lines, variables vars, const session_options& opt,
+                           std::ostream& out, std::ostream& err) {
+  return run_session_with<Flavor>([&](interpreter<Flavor>& interp) { return interp.run(lines); }, std::move(vars), opt,
+                                  out, err);
+}
+
+/// Runs a script as it is read, one line at a time (`ip -batch -`): each line runs before the
+/// next is read, and the memory used does not grow with the script's length. A line the reader
+/// refuses (too long, bad quoting) is an error of that line like any other.
+template <class Flavor>
+session_result run_stream(std::istream& in, const std::string& file, variables vars, const session_options& opt,
+                          std::ostream& out, std::ostream& err) {
+  return run_session_with<Flavor>(
+      [&](interpreter<Flavor>& interp) {
+        line_reader reader(in, file);
+        script_line line;
+        std::string read_error;
+        bool ok = true;
+        while (reader.next(line, read_error)) {
+          bool line_ok = true;
+          if (!read_error.empty()) {
+            err << read_error << '\n';
+            interp.count_error();
+            line_ok = false;
+          } else {
+            line_ok = interp.run_line(line);
+          }
+          if (opt.flush_each_line) out.flush();
+          ok = ok && line_ok;
+          if (!line_ok && !interp.force()) return false;
+        }
+        return ok;
+      },
+      std::move(vars), opt, out, err);
 }
 
 }  // namespace netsim

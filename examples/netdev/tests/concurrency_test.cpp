@@ -70,7 +70,7 @@ TEST(concurrency, devices_go_while_readers_and_senders_use_them) {
     sender.join();
     EXPECT_GT(sent.load(), 0u);
     EXPECT_LT(sent.load(), 1'000'000'000u);  // it stopped because the device went away
-    EXPECT_EQ(reg.device_count(), 0u);
+    EXPECT_EQ(reg.device_count(), 1u);  // lo
     EXPECT_EQ(reg.route_count(), 0u);
   }
   readers.stop();
@@ -134,7 +134,7 @@ TEST(concurrency, a_leaked_reference_prints_the_stall_message_until_it_is_droppe
   holder.join();
   EXPECT_EQ(g_stall_line, "waiting for leaky0 to become free. Usage count = 1");
   EXPECT_GE(reg.counters().stall_reports, 1u);
-  EXPECT_EQ(reg.device_count(), 0u);
+  EXPECT_EQ(reg.device_count(), 1u);  // lo
 }
 
 }  // namespace

@@ -36,15 +36,16 @@ TEST(netsim, runs_the_iproute2_commands) {
   auto o = run(
       "link add name eth0 type dummy\n"
       "link add link eth0 name eth0.3 type vlan id 3\n"
+      "link set dev eth0 up\n"
       "link set dev eth0.3 up\n"
       "addr add 10.1.2.3/16 dev eth0.3\n"
       "route get 10.1.9.9\n"
       "link show type vlan\n");
   EXPECT_TRUE(o.result.ok) << o.err;
   EXPECT_NE(o.out.find("10.1.9.9 dev eth0.3 (10.1.0.0/16)"), std::string::npos) << o.out;
-  EXPECT_NE(o.out.find("2: eth0.3@eth0: <UP> type vlan"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("3: eth0.3@eth0: <UP> type vlan"), std::string::npos) << o.out;  // lo is 1
   EXPECT_EQ(o.out.find("type dummy"), std::string::npos);
-  EXPECT_EQ(o.result.devices, 2u);
+  EXPECT_EQ(o.result.devices, 3u);
   EXPECT_EQ(o.result.routes, 1u);
 }
 
@@ -53,9 +54,10 @@ TEST(netsim, for_default_and_expressions_expand) {
       "default N 30\n"
       "for i 1 {N} link add name d{i} type dummy\n"
       "for i 1 {N} addr add 72.{i/250}.{i%250}.1/24 dev d{i}\n"
+      "for i 1 {N} link set d{i} up\n"
       "time link del d{N/2}\n");
   EXPECT_TRUE(o.result.ok) << o.err;
-  EXPECT_EQ(o.result.devices, 29u);
+  EXPECT_EQ(o.result.devices, 30u);  // 29 and lo
   EXPECT_EQ(o.result.routes, 29u);
   EXPECT_NE(o.err.find("time: link del d15:"), std::string::npos) << o.err;
 }
@@ -99,13 +101,13 @@ TEST(netsim, every_bad_input_is_reported_with_file_and_line_and_changes_nothing)
       "xmit nosuch packets 10 threads 2",
       "frobnicate",
       "for i 1 x link show",
-      "link add name {nosuchvar} type dummy",
+      "link add name d{i/0} type dummy",
   };
   for (const std::string& cmd : bad) {
-    auto o = run("link add name d0 type dummy\n" + cmd + "\nlink add name after type dummy\n");
+    auto o = run("default i 1\nlink add name d0 type dummy\n" + cmd + "\nlink add name after type dummy\n");
     EXPECT_FALSE(o.result.ok) << cmd;
-    EXPECT_NE(o.err.find("test.batch:2: error: "), std::string::npos) << cmd << " → " << o.err;
-    EXPECT_EQ(o.result.devices, 1u) << cmd;  // stopped at line 2, and line 2 had no effect
+    EXPECT_NE(o.err.find("test.batch:3: error: "), std::string::npos) << cmd << " → " << o.err;
+    EXPECT_EQ(o.result.devices, 2u) << cmd;  // lo and d0: stopped at line 3, and line 3 had no effect
     EXPECT_EQ(o.result.routes, 0u) << cmd;
   }
 }
@@ -114,7 +116,7 @@ TEST(netsim, force_goes_on_after_an_error_and_still_fails_at_the_end) {
   auto o = run("link del nosuch\nlink add name d0 type dummy\n", netdev::unreg_mode::batched, true);
   EXPECT_FALSE(o.result.ok);
   EXPECT_EQ(o.result.errors, 1);
-  EXPECT_EQ(o.result.devices, 1u);
+  EXPECT_EQ(o.result.devices, 2u);  // d0 and lo
 }
 
 TEST(netsim, legacy_and_batched_end_in_the_same_state) {
@@ -143,7 +145,7 @@ TEST(netsim, legacy_and_batched_end_in_the_same_state) {
   EXPECT_EQ(batched.result.devices, legacy.result.devices);
   EXPECT_EQ(batched.result.routes, legacy.result.routes);
   EXPECT_EQ(batched.result.objects_unregistered, legacy.result.objects_unregistered);
-  EXPECT_EQ(batched.result.devices, 6u);  // keep, dummy0,1,3,4, g
+  EXPECT_EQ(batched.result.devices, 8u);  // keep, dummy0,1,3,4, g, and lo in both namespaces
   EXPECT_LT(batched.result.grace_periods, legacy.result.grace_periods);
   ASSERT_EQ(batched.result.timings.size(), 1u);
   EXPECT_EQ(batched.result.timings[0].grace_periods, 2u);  // eth0 + 19 vlans + 4 macvlans, one batch

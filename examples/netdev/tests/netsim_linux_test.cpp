@@ -1,0 +1,337 @@
+// netsim against issue 14: each one-line crash input is an error naming its line or runs bounded;
+// each result the issue found wrong now ends in Linux's state; the iproute2 syntax scripts use.
+// Counts and outputs only (never times).
+#include <gtest/gtest.h>
+
+#include <climits>
+#include <sstream>
+#include <streambuf>
+
+#include "netdev/vlan.hpp"
+#include "netsim/session.hpp"
+
+namespace {
+
+using flavor = rcubatch::flavor::memb;
+
+struct outcome {
+  netsim::session_result result;
+  std::string out, err;
+};
+
+outcome run(const std::string& script, netdev::unreg_mode mode = netdev::unreg_mode::batched, bool force = false) {
+  std::istringstream in(script);
+  std::vector<std::string> errors;
+  auto lines = netsim::read_script(in, "t", errors);
+  netsim::session_options opt;
+  opt.mode = mode;
+  opt.readers = 0;
+  opt.force = force;
+  std::ostringstream out, err;
+  outcome o;
+  o.result = netsim::run_session<flavor>(lines, netsim::variables{}, opt, out, err);
+  o.out = out.str();
+  o.err = err.str();
+  for (const auto& e : errors) o.err += e + "\n";
+  if (!errors.empty()) o.result.ok = false;
+  return o;
+}
+
+bool has(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+
+std::string repeat(const std::string& s, int n) {
+  std::string out;
+  for (int i = 0; i < n; ++i) out += s;
+  return out;
+}
+
+constexpr netdev::unreg_mode kModes[] = {netdev::unreg_mode::batched, netdev::unreg_mode::legacy};
+
+// ---- crashes and hangs ------------------------------------------------------------------------
+
+TEST(netsim_crash, stacking_stops_at_max_nest_dev_in_both_modes_and_legacy_teardown_is_iterative) {
+  // dummy is level 1; 7 vlans stack on it; the 8th is Linux's EMLINK.
+  std::string script = "link add name s0 type dummy\nlink set s0 up\n";
+  for (int i = 1; i <= 7; ++i)
+    script += "link add link s" + std::to_string(i - 1) + " name s" + std::to_string(i) + " type vlan id " +
+              std::to_string(i) + "\nlink set s" + std::to_string(i) + " up\n";
+  // a wide level too: 200 macvlans on the top vlan would be level 9: refused; on s6 (level 8) fine
+  script += "for i 1 200 link add link s6 name m{i} type macvlan\n";
+  for (auto mode : kModes) {
+    auto ok = run(script + "link show\n", mode);
+    ASSERT_TRUE(ok.result.ok) << ok.err;
+    EXPECT_EQ(ok.result.devices, 209u);  // lo, s0..s7, 200 macvlans
+    auto too_deep = run(script + "link add link s7 name s8 type vlan id 8\n", mode);
+    EXPECT_NE(too_deep.err.find("t:18: error: RTNETLINK answers: Too many links"), std::string::npos) << too_deep.err;
+    EXPECT_EQ(too_deep.result.devices, 209u);
+    auto mv_too_deep = run(script + "link add link s7 name mx type macvlan\n", mode);
+    EXPECT_TRUE(has(mv_too_deep.err, "Too many links")) << mv_too_deep.err;
+    // Deleting the bottom takes the whole tree (the legacy path walks it with its own stack).
+    auto gone = run(script + "link del s0\n", mode);
+    ASSERT_TRUE(gone.result.ok) << gone.err;
+    EXPECT_EQ(gone.result.devices, 1u);
+    EXPECT_EQ(gone.result.objects_unregistered, 208u);
+  }
+}
+
+TEST(netsim_crash, a_hundred_thousand_netns_prefixes_on_one_line_run_without_recursion) {
+  auto o = run("netns add a\nnetns add b\n" + repeat("-n b -n a ", 50'000) + "link add name x type dummy\n"
+               "-n a link show dev x\n");
+  ASSERT_TRUE(o.result.ok) << o.err.substr(0, 300);
+  EXPECT_TRUE(has(o.out, ": x: <DOWN> type dummy"));  // the last -n wins, as ip's netns_switch
+}
+
+TEST(netsim_crash, nested_for_and_time_stop_at_the_nesting_limit_with_the_line_named) {
+  const int limit = netsim::interpreter<flavor>::kMaxNesting;
+  auto fine = run(repeat("for i 1 1 ", limit) + "link add name d{i} type dummy\n");
+  EXPECT_TRUE(fine.result.ok) << fine.err;
+  auto deep_for = run("link show\n" + repeat("for i 1 1 ", 100'000) + "link show\n");
+  EXPECT_TRUE(has(deep_for.err, "t:2: error: for/time nested deeper than 16 levels")) << deep_for.err.substr(0, 200);
+  auto deep_time = run("link show\n" + repeat("time ", 20'000) + "link show\n");
+  EXPECT_TRUE(has(deep_time.err, "t:2: error: for/time nested deeper than 16 levels"));
+  EXPECT_EQ(deep_time.result.timings.size(), static_cast<std::size_t>(limit + 1));  // the levels that ran, not 20,000
+}
+
+TEST(netsim_crash, arithmetic_is_checked) {
+  netsim::variables vars;
+  vars.set("m", std::to_string(LLONG_MIN));
+  vars.set("M", std::to_string(LLONG_MAX));
+  for (const char* overflowing : {"{m/-1}", "{M+1}", "{m-1}", "{M*2}"}) {
+    std::string w = overflowing;
+    auto e = vars.substitute(w);
+    ASSERT_TRUE(e.has_value()) << overflowing;
+    EXPECT_TRUE(has(*e, "arithmetic overflow")) << *e;
+    EXPECT_EQ(w, overflowing);  // unchanged
+  }
+  std::string w = "{m%-1}";
+  EXPECT_FALSE(vars.substitute(w).has_value());
+  EXPECT_EQ(w, "0");  // the remainder fits; only the trapping instruction had to be avoided
+  auto o = run("default m -9223372036854775808\nlink add name d{m/-1} type dummy\n");
+  EXPECT_TRUE(has(o.err, "t:2: error: arithmetic overflow in \"{m/-1}\"")) << o.err;
+}
+
+TEST(netsim_crash, a_for_loop_up_to_llong_max_ends) {
+  auto o = run("for i 9223372036854775806 9223372036854775807 link add name d{i-9223372036854775800} type dummy\n");
+  ASSERT_TRUE(o.result.ok) << o.err;
+  EXPECT_EQ(o.result.devices, 3u);  // lo, d6, d7
+  auto empty = run("for i 5 4 link add name x type dummy\n");
+  EXPECT_EQ(empty.result.devices, 1u);
+}
+
+/// A stream that hands out one line per refill, and records, at each refill, how many answers the
+/// interpreter had written: a reader that runs lines as they arrive has answered every line before
+/// it asks for the next one.
+class one_line_at_a_time : public std::streambuf {
+ public:
+  one_line_at_a_time(int lines, const std::ostringstream& out) : left_(lines), out_(out) {}
+  std::vector<std::size_t> answers_seen;  // at the refill for line k: newlines written so far
+
+ protected:
+  int_type underflow() override {
+    if (left_ == 0) return traits_type::eof();
+    const std::string s = out_.str();
+    answers_seen.push_back(static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n')));
+    --left_;
+    line_ = "link show dev lo\n";
+    setg(line_.data(), line_.data(), line_.data() + line_.size());
+    return traits_type::to_int_type(line_[0]);
+  }
+
+ private:
+  int left_;
+  const std::ostringstream& out_;
+  std::string line_;
+};
+
+TEST(netsim_crash, batch_from_a_stream_runs_each_line_before_reading_the_next) {
+  constexpr int kLines = 5000;
+  std::ostringstream out, err;
+  one_line_at_a_time buf(kLines, out);
+  std::istream in(&buf);
+  netsim::session_options opt;
+  opt.readers = 0;
+  opt.record_times = false;
+  const auto r = netsim::run_stream<flavor>(in, "<stdin>", netsim::variables{}, opt, out, err);
+  EXPECT_TRUE(r.ok) << err.str();
+  ASSERT_EQ(buf.answers_seen.size(), static_cast<std::size_t>(kLines));
+  for (std::size_t k = 0; k < buf.answers_seen.size(); ++k) ASSERT_EQ(buf.answers_seen[k], k) << "line " << k;
+}
+
+TEST(netsim_crash, an_overlong_line_is_an_error_of_its_line_and_is_not_kept) {
+  std::istringstream in("link show\nlink add name " + std::string(netsim::kMaxLineBytes + 10, 'x') +
+                        " type dummy\nlink show\n");
+  netsim::line_reader reader(in, "f");
+  netsim::script_line l;
+  std::string error;
+  ASSERT_TRUE(reader.next(l, error));
+  EXPECT_TRUE(error.empty());
+  ASSERT_TRUE(reader.next(l, error));
+  EXPECT_EQ(error, "f:2: error: line longer than 1048576 bytes");
+  EXPECT_TRUE(l.words.empty());
+  ASSERT_TRUE(reader.next(l, error));
+  EXPECT_EQ(l.where.line, 3);
+  EXPECT_FALSE(reader.next(l, error));
+}
+
+TEST(netsim_crash, a_long_name_is_cut_in_the_error) {
+  auto o = run("link del " + std::string(100'000, 'n') + "\n");
+  EXPECT_TRUE(has(o.err, "...\" (100000 bytes)")) << o.err.substr(0, 200);
+  EXPECT_LT(o.err.size(), 300u);
+}
+
+// ---- Linux's results --------------------------------------------------------------------------
+
+TEST(netsim_linux, module_load_dummy_defaults_to_one_dummy) {
+  // dummy.c: numdummies defaults to 1.
+  auto o = run("module load dummy\nlink show dev dummy0\n");
+  ASSERT_TRUE(o.result.ok) << o.err;
+  EXPECT_EQ(o.result.devices, 2u);
+}
+
+TEST(netsim_linux, every_namespace_has_lo_and_127_0_0_1_is_local_once_it_is_up) {
+  // loopback_net_init: lo, ifindex 1, in each namespace; inetdev_event gives it 127.0.0.1/8 at up.
+  auto o = run("netns add blue\n-n blue link show\nroute get 127.0.0.1\n", netdev::unreg_mode::batched, true);
+  EXPECT_TRUE(has(o.out, "1: lo: <DOWN> type loopback")) << o.out;
+  EXPECT_TRUE(has(o.err, "t:3: error: RTNETLINK answers: Network is unreachable"));  // lo still down
+  auto up = run("link set lo up\nroute get 127.0.0.1\nroute get 127.1.2.3\naddr show dev lo\nlink del lo\n",
+                netdev::unreg_mode::batched, true);
+  EXPECT_TRUE(has(up.out, "local 127.0.0.1 dev lo (127.0.0.1/32 table local)")) << up.out;
+  EXPECT_TRUE(has(up.out, "local 127.1.2.3 dev lo (127.0.0.0/8 table local)")) << up.out;
+  EXPECT_TRUE(has(up.out, "inet 127.0.0.1/8 lo"));
+  EXPECT_TRUE(has(up.err, "t:5: error: RTNETLINK answers: Operation not supported"));  // no rtnl_link_ops
+  EXPECT_EQ(up.result.routes, 0u);  // lo's routes are in the local table, not main
+}
+
+TEST(netsim_linux, down_flushes_routes_and_up_restores_those_of_the_addresses) {
+  // fib_add_ifaddr: the prefix route only while UP; fib_disable_ip flushes on down, static ones too.
+  const std::string setup =
+      "link add name d0 type dummy\n"
+      "addr add 10.0.0.1/24 dev d0\n"
+      "addr add 10.0.0.2/24 dev d0\n"    // secondary: no second prefix route
+      "addr add 10.9.9.9/32 dev d0\n"    // a /32: no prefix route in main
+      "addr add 0.1.2.3/16 dev d0\n";    // 0.0.0.0/8: ipv4_is_zeronet, no prefix route
+  auto down = run(setup + "route get 10.0.0.7\n", netdev::unreg_mode::batched, true);
+  EXPECT_EQ(down.result.routes, 0u);
+  EXPECT_TRUE(has(down.err, "Network is unreachable"));
+  auto up = run(setup + "link set d0 up\nroute add 192.168.0.0/16 via 10.0.0.254\nroute show\n");
+  ASSERT_TRUE(up.result.ok) << up.err;
+  EXPECT_EQ(up.result.routes, 2u) << up.out;
+  EXPECT_TRUE(has(up.out, "10.0.0.0/24 dev d0 proto kernel scope link\n192.168.0.0/16 via 10.0.0.254 dev d0\n")) << up.out;
+  auto cycled = run(setup + "link set d0 up\nroute add 192.168.0.0/16 via 10.0.0.254\nlink set d0 down\n"
+                            "route get 10.9.9.9\nlink set d0 up\nroute show\n", netdev::unreg_mode::batched, true);
+  EXPECT_TRUE(has(cycled.err, "t:9: error: RTNETLINK answers: Network is unreachable")) << cycled.err;  // local flushed too
+  EXPECT_EQ(cycled.result.routes, 1u);  // the kernel route is back; the static one is not
+  EXPECT_EQ(cycled.out, "10.0.0.0/24 dev d0 proto kernel scope link\n");
+}
+
+TEST(netsim_linux, vlans_need_an_up_lower_and_follow_it_down_and_up) {
+  // vlan_dev_open: ENETDOWN; vlan_device_event: NETDEV_DOWN / NETDEV_UP carry the vlans.
+  const std::string setup = "link add name e type dummy\nlink add link e name e.5 type vlan id 5\n"
+                            "link add link e.5 name e.5.6 type vlan id 6\n";
+  auto refused = run(setup + "link set e.5 up\n");
+  EXPECT_TRUE(has(refused.err, "t:4: error: RTNETLINK answers: Network is down"));
+  auto follow = run(setup + "link set e up\nlink show up\nlink set e down\nlink show up\n");
+  ASSERT_TRUE(follow.result.ok) << follow.err;
+  EXPECT_EQ(follow.out,
+            "2: e: <UP> type dummy link/ether 02:00:00:00:00:02\n"
+            "3: e.5@e: <UP> type vlan link/ether 02:00:00:00:00:03 vlan protocol 802.1Q id 5\n"
+            "4: e.5.6@e.5: <UP> type vlan link/ether 02:00:00:00:00:04 vlan protocol 802.1Q id 6\n");
+}
+
+TEST(netsim_linux, vlan_id_zero_is_valid_and_4095_is_not) {
+  auto o = run("link add name e type dummy\nlink add link e name e.0 type vlan id 0\n"
+               "link add link e name e.x type vlan id 4095\n");
+  EXPECT_TRUE(has(o.err, "t:3: error: Error: 8021q: Invalid VLAN id.")) << o.err;
+  EXPECT_EQ(o.result.devices, 3u);
+}
+
+TEST(netsim_linux, a_macvlan_on_a_macvlan_attaches_to_the_real_lower) {
+  // macvlan_common_newlink: lowerdev = macvlan_dev_real_dev(lowerdev).
+  for (auto mode : kModes) {
+    auto o = run("link add name e type dummy\nlink add link e name m1 type macvlan\n"
+                 "link add link m1 name m2 type macvlan mode bridge\nlink del m1\nlink show type macvlan\n", mode);
+    ASSERT_TRUE(o.result.ok) << o.err;
+    EXPECT_EQ(o.out, "4: m2@e: <DOWN> type macvlan link/ether 02:00:00:00:00:04 macvlan mode bridge\n");
+  }
+}
+
+TEST(netsim_linux, namespace_names_follow_ip_netns) {
+  for (const char* bad : {"netns add .", "netns add ..", "netns add a/b", "-n \"\" link show", "netns add \"\""}) {
+    auto o = run(std::string(bad) + "\n");
+    EXPECT_FALSE(o.result.ok) << bad;
+    EXPECT_TRUE(has(o.err, "t:1: error: ")) << bad << ": " << o.err;
+  }
+}
+
+TEST(netsim_linux, lines_split_as_ip_batch_splits_them) {
+  auto o = run(
+      "link add name 'q1' type dummy # a comment\n"
+      "link add name \"q2\" type dummy\n"
+      "link add name a{b} type \\\n  dummy\n"  // '{' is text unless {NAME} names a variable; continuation
+      "link add link q1 name v8 type vlan id 010\n"   // base 0: 8
+      "link add link q1 name v16 type vlan id 0x10\n"
+      "link show type vlan\nlink show dev a{b}\n");
+  ASSERT_TRUE(o.result.ok) << o.err;
+  EXPECT_TRUE(has(o.out, "@q1: ") && has(o.out, ": a{b}: ")) << o.out;  // q1 without its quotes
+  EXPECT_TRUE(has(o.out, "v8@q1: <DOWN> type vlan link/ether 02:00:00:00:00:05 vlan protocol 802.1Q id 8")) << o.out;
+  EXPECT_TRUE(has(o.out, "id 16\n")) << o.out;
+}
+
+TEST(netsim_linux, a_percent_d_name_takes_the_lowest_free_number) {
+  // dev_alloc_name: "dummy%d" is dummy0, then the lowest number not taken.
+  auto o = run("link add name x1 type dummy\nlink add name x%d type dummy\nlink add name x%d type dummy\n"
+               "link add name x%d type dummy\nlink add name x%s type dummy\nlink show\n",
+               netdev::unreg_mode::batched, true);
+  EXPECT_TRUE(has(o.out, ": x0: ") && has(o.out, ": x2: ") && has(o.out, ": x3: ")) << o.out;
+  EXPECT_TRUE(has(o.err, "t:5: error: RTNETLINK answers: Invalid argument")) << o.err;
+  EXPECT_EQ(o.result.devices, 5u);
+}
+
+TEST(netsim_linux, a_vlan_group_costs_a_part_not_4096_slots) {
+  // 4096 pointers are 32 KiB; the group now holds one pointer per 64-VID part.
+  EXPECT_LE(sizeof(netdev::vlan_group), 1024u);
+}
+
+// ---- syntax -------------------------------------------------------------------------------------
+
+TEST(netsim_syntax, the_forms_the_selftests_use) {
+  auto o = run(
+      "ip netns add ns1\n"
+      "ip -n ns1 link set lo up\n"
+      "ip netns exec ns1 ip link add dummy1 type dummy\n"
+      "ip -netns ns1 link set up dev dummy1\n"
+      "ip -n ns1 addr add dev dummy1 10.1.1.1/24 brd + nodad valid_lft forever preferred_lft forever\n"
+      "ip -n ns1 addr add 10.1.1.2/24 dev dummy1\n"
+      "ip -n ns1 route add 10.2.0.0/16 via 10.1.1.254\n"
+      "ip -n ns1 route replace 10.2.0.0/16 dev dummy1\n"
+      "ip -n ns1 r g 10.2.3.4\n"
+      "ip -n ns1 link set dummy1 mtu 9000\n"
+      "ip -n ns1 a s dev dummy1\n"
+      "ip -n ns1 addr del 10.1.1.2/24 dev dummy1\n"
+      "ip -n ns1 l sh dummy1\n"
+      "ip -n ns1 route del 10.2.0.0/16\n"
+      "ip -n ns1 route show\n"
+      "ip -n ns1 addr flush dev dummy1\n"
+      "ip -n ns1 route show\n"
+      "ip netns list\n"
+      "ifconfig lo up\n");
+  ASSERT_TRUE(o.result.ok) << o.err;
+  EXPECT_TRUE(has(o.out, "10.2.3.4 dev dummy1 (10.2.0.0/16)\n")) << o.out;
+  EXPECT_TRUE(has(o.out, "2: dummy1: <UP> mtu 9000\n    inet 10.1.1.1/24 dummy1\n    inet 10.1.1.2/24 secondary dummy1\n"))
+      << o.out;
+  EXPECT_TRUE(has(o.out, "10.1.1.0/24 dev dummy1 proto kernel scope link\nns1\n")) << o.out;  // flush left no route
+}
+
+TEST(netsim_syntax, valid_iproute2_that_netsim_does_not_model_says_so_with_the_line) {
+  for (const char* cmd : {"link add name b0 type bridge", "link set d0 name d1", "link set d0 address 02:00:00:00:00:01",
+                          "link set d0 netns blue", "addr add 2001:db8::1/64 dev d0", "-6 route show",
+                          "route add 10.0.0.0/8 dev d0 metric 5", "route add 10.0.0.0/8 dev d0 table 100",
+                          "addr add 10.0.0.1/8 dev d0 valid_lft 30", "neigh show", "netns exec blue ping 1.1.1.1",
+                          "link add link d0 name v type vlan id 2 loose_binding on", "ifconfig d0 10.0.0.1",
+                          "route flush dev d0", "rule show"}) {
+    auto o = run("link add name d0 type dummy\nnetns add blue\n" + std::string(cmd) + "\n");
+    EXPECT_TRUE(has(o.err, "t:3: error: ") && has(o.err, "is not modelled by netsim")) << cmd << ": " << o.err;
+  }
+}
+
+}  // namespace
