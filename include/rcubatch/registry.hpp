@@ -448,12 +448,16 @@ class basic_registry {
     return false;  // misuse_policy::report: refused, nothing changed
   }
 
+  // What rollback_many(domain [, unlock_during_waits(lock)], options, lane(q, policy)...) does,
+  // one lane per policy. It calls the overloads' common body directly because their check that
+  // the lanes' types differ compares addresses in a constant expression, which g++ 12 refuses
+  // under -fsanitize=undefined; this class checks the same at compile time by type (above).
   template <std::size_t... K>
   batch_stats run(queues& q, std::index_sequence<K...>) {
-    if (options_.unlock_during_waits)
-      return rollback_many(*domain_, unlock_during_waits<Lockable>(mutex_), options_.rollback,
-                           lane(std::get<K>(q.q_), std::get<K>(policies_))...);
-    return rollback_many(*domain_, options_.rollback, lane(std::get<K>(q.q_), std::get<K>(policies_))...);
+    auto lanes = std::make_tuple(lane(std::get<K>(q.q_), std::get<K>(policies_))...);
+    const detail::writer_lock_ref lock =
+        options_.unlock_during_waits ? detail::writer_lock_ref(mutex_) : detail::writer_lock_ref();
+    return detail::run_specs(*domain_, options_.rollback, lock, std::get<K>(lanes)...);
   }
 
   Lockable mutex_;
