@@ -34,8 +34,9 @@
 // undoes the adds on a duplicate key, unlist unlinks from each; derive from it to add hooks.
 //
 // Everything here is the public primitives (unreg_queue, rollback_many with one lane per policy,
-// mark_registered, the indexes): a registry never needs anything a user cannot do by hand, and
-// writer_lock(), domain() and policy<P>() give the pieces to code that wants to.
+// mark_registered, the indexes): a registry does nothing a user cannot do by hand, and
+// writer_lock(), domain(), index<I>() and policy<P>() give the pieces to code that wants to. (One
+// call goes to rollback_many's common body rather than its public overload: see run() below.)
 //
 // Locking: every member that changes the registry takes the writer lock for its whole call; a
 // batch keeps it through its grace periods and ref drain unless registry_options says
@@ -257,12 +258,13 @@ class basic_registry {
     queues(const queues&) = delete;
     queues& operator=(const queues&) = delete;
 
-    /// Effects, Throws, Complexity: unreg_queue<T>::push for obj's registrable type T.
+    /// Effects, Requires, Throws, Complexity: unreg_queue<T>::push for obj's registrable type T
+    /// (a compile error if no policy handles T). Thread safety: only inside unregister_with's fn.
     template <class U>
     bool push(U& obj) {
       return std::get<slot_of<U>()>(q_).push(obj);
     }
-    /// The queue of objects of type T.
+    /// Effects: the queue of objects of type T (a compile error if no policy handles T). O(1).
     template <class T>
     unreg_queue<T>& of() noexcept {
       return std::get<slot_of<T>()>(q_);
@@ -271,7 +273,7 @@ class basic_registry {
     operator unreg_queue<T>&() noexcept {  // NOLINT: implicit on purpose, see above
       return of<T>();
     }
-    /// Objects queued, all types.
+    /// Effects: how many objects are queued, all types. Complexity: O(number of types).
     std::size_t size() const noexcept {
       return std::apply([](const auto&... q) { return (q.size() + ...); }, q_);
     }
@@ -335,7 +337,8 @@ class basic_registry {
     return false;
   }
 
-  /// Requires: obj is registered in this registry; outside read-side sections of Flavor.
+  /// Requires: obj is registered in this registry; the calling thread is registered with Flavor
+  /// (and the indexes' flavor) and outside read-side sections of Flavor.
   /// Effects: under the writer lock, one batch of obj and the dependents its hooks queue
   /// (rollback_many, every policy a lane): unlisted, a grace period, notify/uninit, a second one
   /// if anything was unlinked after the first, then destroyed once its references drop.
@@ -398,8 +401,9 @@ class basic_registry {
     return index<I>().find(key);
   }
 
-  /// The index of type I (exactly one policy must have it): for lookups inside a read_guard and
-  /// for anything done by hand under writer_lock().
+  /// Effects: the index of type I (exactly one policy must hold it: a compile error otherwise),
+  /// for lookups inside a read_guard and for updates done by hand under writer_lock() (then keep
+  /// the object states consistent yourself, as add and unregister do). Throws: nothing. O(1).
   template <class I>
   I& index() noexcept {
     return policy_with_index<I>().template index<I>();
@@ -409,16 +413,20 @@ class basic_registry {
     return const_cast<basic_registry*>(this)->template index<I>();
   }
 
-  /// The policy of type P (for its state, and for batches built by hand).
+  /// Effects: the policy of type P (a compile error if it is not one), for its state and for
+  /// batches built by hand. Throws: nothing. Complexity: O(1).
   template <class P>
   P& policy() noexcept {
     static_assert(detail::occurrences<P, Policies...> == 1, "rcubatch::registry::policy<P>: P is not one of its policies");
     return std::get<P>(policies_);
   }
 
-  /// The writer lock, for work done by hand with the primitives (hold it as add does).
+  /// Effects: the writer lock, for work done by hand with the primitives (hold it as add does;
+  /// never call the registry's members while holding it: they take it). Throws: nothing.
   Lockable& writer_lock() noexcept { return mutex_; }
+  /// Effects: the grace domain the batches use. Throws: nothing.
   grace_domain<Flavor>& domain() const noexcept { return *domain_; }
+  /// Effects: the options given at construction. Throws: nothing.
   const registry_options& options() const noexcept { return options_; }
 
  private:
