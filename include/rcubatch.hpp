@@ -17,3 +17,4 @@
 #include "rcubatch/dismantle.hpp"
 #include "rcubatch/ref_drain.hpp"
 #include "rcubatch/rollback_many.hpp"
+#include "rcubatch/registry.hpp"

@@ -31,11 +31,14 @@ template <class T, class Policy> struct lane_spec;
 template <class Lockable> struct unlock_during_waits;
 template <class T> class object_range;
 class batch;
+template <class T, class... Indexes> class indexed;
+template <class Flavor, class Lockable, class... Policies> class basic_registry;
 
 class ref_count;
 struct retire_node;
 struct batch_stats;
 struct drain_options;
 struct rollback_options;
+struct registry_options;
 
 }  // namespace rcubatch

@@ -1,0 +1,481 @@
+// rcubatch/registry.hpp — the common case in one object: the writer lock, the grace domain and
+// the indexes of a registry, with add / unregister / unregister_many / unregister_with.
+//
+//   using by_id = rcubatch::lfht_index<session, &session::by_id, rcubatch::key_member<&session::id>>;
+//   using by_name = rcubatch::lfht_index<session, &session::by_name, rcubatch::key_member<&session::name>>;
+//   rcubatch::registry<rcubatch::indexed<session, by_id, by_name>> sessions;
+//
+//   if (!sessions.add(*s)) delete s;                    // false: its id or name is taken
+//   {
+//     rcubatch::read_guard<> guard;                     // readers
+//     if (session* found = sessions.find<by_name>(guard, "alice")) use(*found);
+//   }
+//   sessions.unregister(*s);                            // 1 or 2 grace periods, then delete
+//   sessions.unregister_many(doomed);                   // ≤ 2 grace periods, whatever the size
+//   sessions.unregister_with([&](auto& q) { dellink(*s, q); });  // fill the queue yourself
+//
+// Several object types in one registry, one policy each, all in every batch (a session's notify
+// queues its streams, which go in the same batch at no extra grace period):
+//   struct session_policy : rcubatch::indexed<session, by_id, by_name> {
+//     void notify(session& s, rcubatch::batch& b) noexcept { for (stream* st : s.streams) b.queue(*st); }
+//   };
+//   rcubatch::registry<session_policy, rcubatch::indexed<stream, stream_by_id>> table;
+//
+// What it is: a basic_registry<Flavor, Lockable, Policies...> owns a Lockable (std::mutex for
+// `registry`), refers to a grace_domain<Flavor> (default_domain<Flavor>() unless given one) and
+// owns one policy per object type. A policy is an rollback_many policy (policy.hpp's hook table:
+// validate, close_many, unlist, notify, ..., destroy) that also says how to publish:
+//   using object_type = T;                  the registrable type it handles (distinct per policy)
+//   publish(T&) -> bool | publish_result    links the object into what readers search; on refusal
+//                                           it has undone every link it made (see publish_result)
+//   unlist(T&) noexcept                     unlinks it again (required, as for rollback_many)
+// indexed<T, Index...> is such a policy for objects that live in RCU indexes (lfht_index or any
+// type with `bool add_unique(T&)` and `bool unlink(T&)`): publish adds to each index in order and
+// undoes the adds on a duplicate key, unlist unlinks from each; derive from it to add hooks.
+//
+// Everything here is the public primitives (unreg_queue, rollback_many with one lane per policy,
+// mark_registered, the indexes): a registry does nothing a user cannot do by hand, and
+// writer_lock(), domain(), index<I>() and policy<P>() give the pieces to code that wants to. (One
+// call goes to rollback_many's common body rather than its public overload: see run() below.)
+//
+// Locking: every member that changes the registry takes the writer lock for its whole call; a
+// batch keeps it through its grace periods and ref drain unless registry_options says
+// unlock_during_waits (rollback_many.hpp: only when no other lock nests inside this one). Hooks
+// run under that lock: a hook must not call the registry's members (self-deadlock).
+// Thread safety: every member may be called concurrently from threads registered with Flavor (and
+// with the indexes' flavor); the writers serialize on the lock, readers use read_guard and find.
+// Misuse, diagnosed through misuse.hpp before anything changes: add of an object that is not
+// freshly constructed (register_twice), add / unregister* inside a read-side section of Flavor
+// (blocking_in_read_section: taking the writer lock there can deadlock against a writer waiting
+// for that reader's grace period), unregistering an object that is not registered (unreg_queue),
+// a policy without unlist (compile error, policy.hpp), an object type with no policy (compile
+// error naming it).
+#pragma once
+
+#include <array>
+#include <concepts>
+#include <cstddef>
+#include <iterator>
+#include <mutex>
+#include <new>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+#include "rcubatch/fwd.hpp"
+#include "rcubatch/grace_domain.hpp"
+#include "rcubatch/misuse.hpp"
+#include "rcubatch/read_guard.hpp"
+#include "rcubatch/registrable.hpp"
+#include "rcubatch/rollback_many.hpp"
+#include "rcubatch/unreg_queue.hpp"
+
+namespace rcubatch {
+
+/// Effects: the process's grace domain for Flavor, made on first use (as folly's
+/// rcu_default_domain()). Registries use it unless given another, so all of them coalesce their
+/// grace periods and share one cookie sequence.
+/// It is never destroyed: a function-local static would be destroyed at exit while a detached
+/// thread, or a static registry constructed before the first call, may still wait on it; this one
+/// lives in static storage with no destructor call (it holds no resource but a mutex and counters).
+/// (It would belong in grace_domain.hpp; it is here because that header is not this change's.)
+/// Throws: nothing. Complexity: O(1). Blocking: never. Thread safety: any thread, concurrently.
+template <class Flavor = default_flavor>
+grace_domain<Flavor>& default_domain() noexcept {
+  union immortal {
+    immortal() noexcept : domain() {}
+    ~immortal() {}  // on purpose: the domain outlives every static destructor
+    grace_domain<Flavor> domain;
+  };
+  static immortal holder;
+  return holder.domain;
+}
+
+/// What a policy's publish hook returns. A hook returning bool means published / refused_after_exposure.
+enum class publish_result : unsigned char {
+  published,               ///< linked everywhere readers look: the registry marks it registered
+  refused,                 ///< not linked anywhere, never visible to readers: may be freed at once
+  refused_after_exposure,  ///< links were made then undone: readers may hold it until a grace period
+};
+
+/// How a registry runs its batches.
+struct registry_options {
+  /// Release the writer lock during the grace periods and the ref drain (rollback_many.hpp's
+  /// unlock_during_waits); off by default: the lock is held through the whole batch.
+  bool unlock_during_waits = false;
+  rollback_options rollback{};
+};
+
+namespace detail {
+/// The position of X among Ts, or sizeof...(Ts) if absent; how many times it occurs.
+template <class X, class... Ts>
+constexpr std::size_t position_of() noexcept {
+  std::size_t i = 0, found = sizeof...(Ts);
+  ((std::is_same_v<X, Ts> && found == sizeof...(Ts) ? (found = i, ++i) : ++i), ...);
+  return found;
+}
+template <class X, class... Ts>
+inline constexpr std::size_t occurrences = (std::size_t{std::is_same_v<X, Ts>} + ... + 0);
+
+/// An index indexed<T, ...> can keep: unique adds and unlinks of T.
+template <class I, class T>
+concept unique_index_of = requires(I& i, T& t) {
+  { i.add_unique(t) } -> std::convertible_to<bool>;
+  i.unlink(t);
+};
+
+template <class P, class I>
+constexpr bool policy_has_index() noexcept {
+  if constexpr (requires { typename P::index_types; }) {
+    return []<class... Is>(std::type_identity<std::tuple<Is...>>) {
+      return occurrences<I, Is...> != 0;
+    }(std::type_identity<typename P::index_types>{});
+  } else {
+    return false;
+  }
+}
+
+inline publish_result to_publish_result(bool published) noexcept {
+  return published ? publish_result::published : publish_result::refused_after_exposure;
+}
+inline publish_result to_publish_result(publish_result r) noexcept { return r; }
+
+template <class P>
+concept names_object_type = requires { typename P::object_type; };
+template <class P>
+concept has_publish = requires(P& p, typename P::object_type& t) {
+  { to_publish_result(p.publish(t)) } -> std::same_as<publish_result>;
+};
+}  // namespace detail
+
+/// A registry policy for objects published in RCU indexes: publish adds `obj` to each index in
+/// order, unlist unlinks it from each. Derive from it to add hooks (notify, uninit, destroy...).
+/// Requires: each Index has `bool add_unique(T&)` and `unlink(T&)` (lfht_index does), and is
+/// default-constructible; the index types are distinct.
+template <class T, class... Indexes>
+class indexed {
+  static_assert(sizeof...(Indexes) >= 1, "rcubatch::indexed<T, Index...>: name at least one index");
+  static_assert((detail::unique_index_of<Indexes, T> && ...),
+                "rcubatch::indexed<T, Index...>: every Index needs `bool add_unique(T&)` and `unlink(T&)` "
+                "(rcubatch::lfht_index<T, &T::hook, KeyOf> has them)");
+  static_assert(((detail::occurrences<Indexes, Indexes...> == 1) && ...),
+                "rcubatch::indexed<T, Index...>: an index type is named twice");
+
+ public:
+  using object_type = T;
+  using index_types = std::tuple<Indexes...>;
+
+  indexed() = default;
+  indexed(const indexed&) = delete;
+  indexed& operator=(const indexed&) = delete;
+
+  /// Requires: the writer lock (registry::add holds it); obj's keys are set.
+  /// Effects: adds obj to each index in order; at the first index that refuses it (a duplicate
+  /// key) unlinks it from the ones before. Returns published, refused (the first index refused:
+  /// never visible) or refused_after_exposure (a later one refused: readers may have found it).
+  /// Throws: what an index's add_unique throws (misuse_error for an already linked hook), after
+  /// undoing this call's adds. Complexity: one add per index. Blocking: never.
+  publish_result publish(T& obj) {
+    std::size_t linked = 0;
+    bool ok = false;
+    try {
+      ok = (add_one(std::get<Indexes>(indexes_), obj, linked) && ...);
+    } catch (...) {
+      unlink_first(obj, linked);
+      throw;
+    }
+    if (ok) return publish_result::published;
+    unlink_first(obj, linked);
+    return linked == 0 ? publish_result::refused : publish_result::refused_after_exposure;
+  }
+
+  /// Effects: unlinks obj from every index (the rollback_many hook). Complexity: one unlink each.
+  void unlist(T& obj) noexcept { (static_cast<void>(std::get<Indexes>(indexes_).unlink(obj)), ...); }
+
+  /// The index of type I, for lookups (inside a read_guard) and for anything done by hand.
+  template <class I>
+  I& index() noexcept {
+    static_assert(detail::occurrences<I, Indexes...> == 1, "rcubatch::indexed::index<I>: I is not one of its indexes");
+    return std::get<I>(indexes_);
+  }
+  template <class I>
+  const I& index() const noexcept {
+    static_assert(detail::occurrences<I, Indexes...> == 1, "rcubatch::indexed::index<I>: I is not one of its indexes");
+    return std::get<I>(indexes_);
+  }
+
+ private:
+  template <class I>
+  static bool add_one(I& index, T& obj, std::size_t& linked) {
+    if (!index.add_unique(obj)) return false;
+    ++linked;
+    return true;
+  }
+  void unlink_first(T& obj, std::size_t n) noexcept {
+    std::size_t i = 0;
+    ((i++ < n ? static_cast<void>(std::get<Indexes>(indexes_).unlink(obj)) : static_cast<void>(0)), ...);
+  }
+
+  std::tuple<Indexes...> indexes_;
+};
+
+/// A registry: a Lockable writer lock, a grace domain, one policy per object type (see the file
+/// comment). `registry<Policies...>` is the usual spelling: the default flavor and a std::mutex.
+template <class Flavor, class Lockable, class... Policies>
+class basic_registry {
+  static_assert(sizeof...(Policies) >= 1, "rcubatch::registry needs at least one policy (e.g. indexed<T, Index...>)");
+  static_assert((detail::names_object_type<Policies> && ...),
+                "rcubatch::registry: each policy needs `using object_type = T;` (indexed<T, ...> has it)");
+  static_assert((detail::has_publish<Policies> && ...),
+                "rcubatch::registry: each policy needs `bool publish(T&)` or `publish_result publish(T&)`, "
+                "which links the object where readers find it (indexed<T, Index...> has it)");
+  static_assert(((detail::occurrences<typename Policies::object_type, typename Policies::object_type...> == 1) && ...),
+                "rcubatch::registry: two policies handle the same object type; one policy per type");
+
+  static constexpr std::size_t kTypes = sizeof...(Policies);
+  template <class U>
+  static constexpr std::size_t slot_of() {
+    using T = registrable_type_t<U>;
+    constexpr std::size_t k = detail::position_of<T, typename Policies::object_type...>();
+    static_assert(k < kTypes, "rcubatch::registry: no policy of this registry handles the object's type");
+    return k;
+  }
+  template <std::size_t K>
+  using object_at = std::tuple_element_t<K, std::tuple<typename Policies::object_type...>>;
+
+ public:
+  using flavor_type = Flavor;
+  using lock_type = Lockable;
+
+  /// The queues unregister_with's function fills: one unreg_queue per object type. push(obj)
+  /// picks the queue of obj's type; a queue set converts to each `unreg_queue<T>&`, so a
+  /// dellink(T&, unreg_queue<T>&) written against the primitives takes it as it is.
+  class queues {
+   public:
+    queues() = default;
+    queues(const queues&) = delete;
+    queues& operator=(const queues&) = delete;
+
+    /// Effects, Requires, Throws, Complexity: unreg_queue<T>::push for obj's registrable type T
+    /// (a compile error if no policy handles T). Thread safety: only inside unregister_with's fn.
+    template <class U>
+    bool push(U& obj) {
+      return std::get<slot_of<U>()>(q_).push(obj);
+    }
+    /// Effects: the queue of objects of type T (a compile error if no policy handles T). O(1).
+    template <class T>
+    unreg_queue<T>& of() noexcept {
+      return std::get<slot_of<T>()>(q_);
+    }
+    template <class T>
+    operator unreg_queue<T>&() noexcept {  // NOLINT: implicit on purpose, see above
+      return of<T>();
+    }
+    /// Effects: how many objects are queued, all types. Complexity: O(number of types).
+    std::size_t size() const noexcept {
+      return std::apply([](const auto&... q) { return (q.size() + ...); }, q_);
+    }
+
+   private:
+    friend class basic_registry;
+    std::tuple<unreg_queue<typename Policies::object_type>...> q_;
+  };
+
+  /// Effects: an empty registry: the lock, default-constructed policies (and so indexes), the
+  /// domain by reference (it must outlive the registry; default_domain always does).
+  /// Throws: what a policy's constructor throws (lfht_index: std::bad_alloc). Blocking: never.
+  explicit basic_registry(registry_options options = {}, grace_domain<Flavor>& domain = default_domain<Flavor>())
+      : options_(options), domain_(&domain) {}
+  explicit basic_registry(grace_domain<Flavor>& domain) : basic_registry(registry_options{}, domain) {}
+  basic_registry(const basic_registry&) = delete;
+  basic_registry& operator=(const basic_registry&) = delete;
+
+  /// Requires: nothing registered is left (unregister everything first): the indexes report
+  /// destroyed_while_linked otherwise, and a registered object's destruction is fatal misuse.
+  ~basic_registry() = default;
+
+  /// Requires: obj is freshly constructed (uninitialized) and its keys are set; the calling
+  /// thread is registered with the indexes' flavor and outside read-side sections of Flavor.
+  /// Effects: under the writer lock, publishes obj with its type's policy (indexed: adds it to
+  /// every index), then marks it registered; returns true. Returns false if the policy refused
+  /// it (a duplicate key): then nothing of obj is reachable and the caller may free or reuse it
+  /// at once (after an undone partial publish, add waits one grace period before returning).
+  /// Misuse (throws misuse_error by default; under report returns false, nothing changed): obj is
+  /// not uninitialized (register_twice: added twice, or already unregistered), or the call is
+  /// inside a read-side section (blocking_in_read_section).
+  /// Throws: misuse_error as above; what publish throws (after its undo and a grace period).
+  /// Complexity: the policy's publish (indexed: one add per index). Blocking: the writer lock;
+  /// one grace period on the refused-after-exposure and exception paths only.
+  template <class U>
+  bool add(U& obj) {
+    constexpr std::size_t k = slot_of<U>();
+    using T = object_at<k>;
+    if (!outside_read_section("add")) return false;
+    std::scoped_lock lock(mutex_);
+    T& t = static_cast<T&>(obj);
+    if (t.state() != reg_state::uninitialized) {
+      detail::diag_text msg("registry::add: the object is ");
+      msg += to_string(t.state());
+      msg += "; add takes a freshly constructed object, once (nothing was published)";
+      detail::diagnose(misuse_kind::register_twice, msg.view());
+      return false;
+    }
+    publish_result r = publish_result::refused;
+    try {
+      r = detail::to_publish_result(std::get<k>(policies_).publish(t));
+    } catch (...) {
+      domain_->synchronize();  // the hook undid its links, but readers may have found obj
+      throw;
+    }
+    if (r == publish_result::published) {
+      t.mark_registered();  // cannot fail: uninitialized was checked under this lock
+      return true;
+    }
+    if (r == publish_result::refused_after_exposure) domain_->synchronize();
+    return false;
+  }
+
+  /// Requires: obj is registered in this registry; the calling thread is registered with Flavor
+  /// (and the indexes' flavor) and outside read-side sections of Flavor.
+  /// Effects: under the writer lock, one batch of obj and the dependents its hooks queue
+  /// (rollback_many, every policy a lane): unlisted, a grace period, notify/uninit, a second one
+  /// if anything was unlinked after the first, then destroyed once its references drop.
+  /// Returns the batch's statistics (stats.refused under report when refused, nothing changed).
+  /// Misuse: obj not registered (not_registered / already_unregistering, from unreg_queue::push);
+  /// inside a read-side section (blocking_in_read_section). Nothing changes then.
+  /// Throws: misuse_error (default policy) as above; what a validate hook throws (nothing changed).
+  /// Complexity: O(1 + dependents) hook calls. Blocking: the lock, ≤ 2 grace periods, the drain.
+  template <class U>
+  batch_stats unregister(U& obj) {
+    return unregister_with([&obj](queues& q) { q.push(obj); });
+  }
+
+  /// Requires: every element is (or points to) a registered object of this registry; outside
+  /// read-side sections. Elements may be objects or pointers (T&, T*, of any policy's type).
+  /// Effects: as unregister, for all of them in one batch: ≤ 2 grace periods whatever the size.
+  /// Misuse and Throws: as unregister; a null pointer throws std::invalid_argument. Any refusal
+  /// happens before the batch starts and leaves every object registered.
+  /// Complexity: O(N + dependents). Blocking: as unregister.
+  template <class Range>
+  batch_stats unregister_many(Range&& objects) {
+    return unregister_with([&objects](queues& q) {
+      for (auto&& element : objects) {
+        if constexpr (std::is_pointer_v<std::remove_cvref_t<decltype(element)>>) {
+          if (element == nullptr) throw std::invalid_argument("rcubatch::registry::unregister_many: a null pointer");
+          q.push(*element);
+        } else {
+          q.push(element);
+        }
+      }
+    });
+  }
+
+  /// Requires: fn is callable as fn(queues&) (a generic lambda, or a function taking one
+  /// unreg_queue<T>&); outside read-side sections.
+  /// Effects: under the writer lock, calls fn to fill the queues (the kernel's dellink), then
+  /// unregisters everything queued as one batch, every policy a lane (cascades across types
+  /// cost no extra grace period). Nothing queued: no grace period, stats.objects == 0.
+  /// Misuse and Throws: as unregister; if fn throws, its exception propagates and nothing
+  /// changed (the queued objects stay registered).
+  /// Complexity: fn, plus O(queued + dependents). Blocking: as unregister.
+  template <class Fn>
+  batch_stats unregister_with(Fn&& fn) {
+    if (!outside_read_section("unregister")) {
+      batch_stats refused;
+      refused.refused = true;
+      return refused;
+    }
+    std::scoped_lock lock(mutex_);
+    queues q;
+    std::forward<Fn>(fn)(q);
+    return run(q, std::index_sequence_for<Policies...>{});
+  }
+
+  /// Requires: the caller is inside `guard` (the parameter proves it). Effects: index<I>().find(key):
+  /// the object, valid until the guard ends, or nullptr. Complexity, Thread safety: the index's find.
+  template <class I, class K>
+  auto* find(const read_guard<typename I::flavor_type>& guard, const K& key) const {
+    static_cast<void>(guard);
+    return index<I>().find(key);
+  }
+
+  /// Effects: the index of type I (exactly one policy must hold it: a compile error otherwise),
+  /// for lookups inside a read_guard and for updates done by hand under writer_lock() (then keep
+  /// the object states consistent yourself, as add and unregister do). Throws: nothing. O(1).
+  template <class I>
+  I& index() noexcept {
+    return policy_with_index<I>().template index<I>();
+  }
+  template <class I>
+  const I& index() const noexcept {
+    return const_cast<basic_registry*>(this)->template index<I>();
+  }
+
+  /// Effects: the policy of type P (a compile error if it is not one), for its state and for
+  /// batches built by hand. Throws: nothing. Complexity: O(1).
+  template <class P>
+  P& policy() noexcept {
+    static_assert(detail::occurrences<P, Policies...> == 1, "rcubatch::registry::policy<P>: P is not one of its policies");
+    return std::get<P>(policies_);
+  }
+
+  /// Effects: the writer lock, for work done by hand with the primitives (hold it as add does;
+  /// never call the registry's members while holding it: they take it). Throws: nothing.
+  Lockable& writer_lock() noexcept { return mutex_; }
+  /// Effects: the grace domain the batches use. Throws: nothing.
+  grace_domain<Flavor>& domain() const noexcept { return *domain_; }
+  /// Effects: the options given at construction. Throws: nothing.
+  const registry_options& options() const noexcept { return options_; }
+
+ private:
+  template <class I>
+  static constexpr std::size_t slot_of_index() noexcept {
+    constexpr std::array<bool, kTypes> has{detail::policy_has_index<Policies, I>()...};
+    std::size_t found = kTypes, count = 0;
+    for (std::size_t i = 0; i < kTypes; ++i)
+      if (has[i]) found = i, ++count;
+    return count == 1 ? found : kTypes;
+  }
+  template <class I>
+  auto& policy_with_index() noexcept {
+    constexpr std::size_t k = slot_of_index<I>();
+    static_assert(k < kTypes, "rcubatch::registry::index<I>: no policy (or more than one) holds an index of type I");
+    return std::get<k>(policies_);
+  }
+
+  bool outside_read_section(const char* what) {
+    if (!in_read_section<Flavor>()) return true;
+    detail::diag_text msg("registry::");
+    msg += what;
+    msg += " called inside a read-side section of ";
+    msg += Flavor::name;
+    msg += ": taking the writer lock there can deadlock against a writer waiting for this reader's grace period";
+    detail::diagnose(misuse_kind::blocking_in_read_section, msg.view());
+    return false;  // misuse_policy::report: refused, nothing changed
+  }
+
+  // What rollback_many(domain [, unlock_during_waits(lock)], options, lane(q, policy)...) does,
+  // one lane per policy. It calls the overloads' common body directly because their check that
+  // the lanes' types differ compares addresses in a constant expression, which g++ 12 refuses
+  // under -fsanitize=undefined; this class checks the same at compile time by type (above).
+  template <std::size_t... K>
+  batch_stats run(queues& q, std::index_sequence<K...>) {
+    auto lanes = std::make_tuple(lane(std::get<K>(q.q_), std::get<K>(policies_))...);
+    const detail::writer_lock_ref lock =
+        options_.unlock_during_waits ? detail::writer_lock_ref(mutex_) : detail::writer_lock_ref();
+    return detail::run_specs(*domain_, options_.rollback, lock, std::get<K>(lanes)...);
+  }
+
+  Lockable mutex_;
+  registry_options options_;
+  grace_domain<Flavor>* domain_;
+  std::tuple<Policies...> policies_;
+};
+
+/// The common spelling: the default flavor, a std::mutex.
+template <class... Policies>
+using registry = basic_registry<default_flavor, std::mutex, Policies...>;
+
+}  // namespace rcubatch

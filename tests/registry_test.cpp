@@ -1,0 +1,413 @@
+// registry: the façade over the primitives. Exact GP counts with the counting flavor (the indexes
+// are real rculfhash tables on memb, used by this thread only); real memb and qsbr readers racing
+// the batches, checking a poison word; the misuse it must refuse before changing anything.
+#define RCUBATCH_INDEX_CHECKS 1
+#include <rcubatch/index/lfht_index.hpp>
+#include <rcubatch/registry.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <latch>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "test_support.hpp"
+
+namespace rcubatch::test {
+namespace {
+
+struct item : registrable<item> {
+  item(int i, std::string n) : id(i), name(std::move(n)) {}
+  int id;
+  std::string name;
+  lfht_hook<item> by_id, by_name;
+  std::atomic<std::uint64_t> poison{kAlive};
+};
+template <class F>
+using item_by_id = lfht_index<item, &item::by_id, key_member<&item::id>, F>;
+template <class F>
+using item_by_name = lfht_index<item, &item::by_name, key_member<&item::name>, F>;
+using by_id = item_by_id<flavor::memb>;
+using by_name = item_by_name<flavor::memb>;
+
+using CF = counting_flavor<struct registry_test_tag>;
+static_assert(std::is_same_v<registry<indexed<item, by_id>>, basic_registry<default_flavor, std::mutex, indexed<item, by_id>>>);
+
+/// Two indexes, no uninit: a batch unlinks nothing after GP #1, so it costs one GP.
+struct items : indexed<item, by_id, by_name> {
+  int destroyed = 0;
+  void destroy(item* i) noexcept {
+    ++destroyed;
+    delete i;
+  }
+};
+/// The same with a (void) uninit: the batch assumes it unlinked something, so it costs two GPs.
+struct items_with_uninit : items {
+  void uninit(item&) noexcept {}
+};
+
+class registry_counting : public ::testing::Test {
+ protected:
+  void SetUp() override { CF::reset(); }
+  thread_registration<flavor::memb> reg_;  // the indexes are memb rculfhash tables
+};
+
+TEST_F(registry_counting, add_find_unregister_one_costs_what_the_policy_says) {
+  basic_registry<CF, std::mutex, items> one_gp;
+  auto* a = new item(1, "a");
+  ASSERT_TRUE(one_gp.add(*a));
+  EXPECT_EQ(a->state(), reg_state::registered);
+  {
+    read_guard<flavor::memb> guard;
+    EXPECT_EQ(one_gp.find<by_id>(guard, 1), a);
+    EXPECT_EQ(one_gp.find<by_name>(guard, "a"), a);
+  }
+  EXPECT_EQ(CF::synchronizes(), 0u) << "add runs no grace period";
+  const batch_stats st = one_gp.unregister(*a);
+  EXPECT_EQ(st.grace_periods, 1u);
+  EXPECT_EQ(CF::synchronizes(), 1u);
+  EXPECT_EQ(st.objects, 1u);
+  EXPECT_EQ(one_gp.policy<items>().destroyed, 1);
+  EXPECT_TRUE(one_gp.index<by_id>().empty());
+  EXPECT_TRUE(one_gp.index<by_name>().empty());
+
+  CF::reset();
+  basic_registry<CF, std::mutex, items_with_uninit> two_gps;
+  auto* b = new item(2, "b");
+  ASSERT_TRUE(two_gps.add(*b));
+  EXPECT_EQ(two_gps.unregister(*b).grace_periods, 2u);
+  EXPECT_EQ(CF::synchronizes(), 2u);
+}
+
+TEST_F(registry_counting, unregister_many_of_ten_thousand_costs_two_grace_periods) {
+  constexpr int kN = 10'000;
+  basic_registry<CF, std::mutex, items_with_uninit> reg;
+  std::vector<item*> all;
+  for (int i = 0; i < kN; ++i) {
+    all.push_back(new item(i, "item-" + std::to_string(i)));
+    ASSERT_TRUE(reg.add(*all.back()));
+  }
+  ASSERT_EQ(reg.index<by_id>().size(), static_cast<std::size_t>(kN));
+  const batch_stats st = reg.unregister_many(all);
+  EXPECT_EQ(st.grace_periods, 2u);
+  EXPECT_EQ(CF::synchronizes(), 2u);
+  EXPECT_EQ(st.objects, static_cast<std::size_t>(kN));
+  EXPECT_EQ(reg.policy<items_with_uninit>().destroyed, kN);
+  EXPECT_TRUE(reg.index<by_id>().empty());
+  EXPECT_TRUE(reg.index<by_name>().empty());
+}
+
+TEST_F(registry_counting, a_duplicate_add_leaves_nothing_half_published) {
+  basic_registry<CF, std::mutex, items> reg;
+  auto* a = new item(1, "a");
+  ASSERT_TRUE(reg.add(*a));
+
+  // Refused by the second index (the name is taken) after the first one linked it: undone, and a
+  // grace period before add returns, so the caller may free it at once.
+  auto* same_name = new item(2, "a");
+  EXPECT_FALSE(reg.add(*same_name));
+  EXPECT_EQ(same_name->state(), reg_state::uninitialized);
+  EXPECT_FALSE(same_name->by_id.is_linked());
+  EXPECT_FALSE(same_name->by_name.is_linked());
+  EXPECT_EQ(CF::synchronizes(), 1u) << "it was visible in by_id for a moment";
+  {
+    read_guard<flavor::memb> guard;
+    EXPECT_EQ(reg.find<by_id>(guard, 2), nullptr);
+    EXPECT_EQ(reg.find<by_name>(guard, "a"), a);
+  }
+  EXPECT_EQ(reg.index<by_id>().size(), 1u);
+  EXPECT_EQ(reg.index<by_name>().size(), 1u);
+  delete same_name;  // uninitialized and unlinked: legal
+
+  // Refused by the first index: never visible, no grace period.
+  auto* same_id = new item(1, "b");
+  EXPECT_FALSE(reg.add(*same_id));
+  EXPECT_EQ(CF::synchronizes(), 1u);
+  EXPECT_FALSE(same_id->by_name.is_linked());
+  delete same_id;
+
+  reg.unregister(*a);
+}
+
+TEST_F(registry_counting, misuse_is_refused_before_anything_changes) {
+  basic_registry<CF, std::mutex, items> reg;
+  auto* a = new item(1, "a");
+  ASSERT_TRUE(reg.add(*a));
+
+  // Adding it again: register_twice, no publish attempted (so no grace period either).
+  try {
+    reg.add(*a);
+    ADD_FAILURE() << "a second add of a registered object must throw";
+  } catch (const misuse_error& e) {
+    EXPECT_EQ(e.kind(), misuse_kind::register_twice);
+  }
+  EXPECT_EQ(CF::synchronizes(), 0u);
+  EXPECT_EQ(reg.index<by_id>().size(), 1u);
+
+  // add / unregister inside a read-side section of the registry's flavor.
+  {
+    read_guard<CF> guard;
+    auto* b = new item(2, "b");
+    try {
+      reg.add(*b);
+      ADD_FAILURE() << "add inside a read section must throw";
+    } catch (const misuse_error& e) {
+      EXPECT_EQ(e.kind(), misuse_kind::blocking_in_read_section);
+    }
+    EXPECT_FALSE(b->by_id.is_linked());
+    delete b;
+    try {
+      reg.unregister(*a);
+      ADD_FAILURE() << "unregister inside a read section must throw";
+    } catch (const misuse_error& e) {
+      EXPECT_EQ(e.kind(), misuse_kind::blocking_in_read_section);
+    }
+    scoped_misuse_policy quiet(misuse_policy::report, +[](misuse_kind, std::string_view) noexcept {});
+    EXPECT_TRUE(reg.unregister(*a).refused);
+  }
+  EXPECT_EQ(a->state(), reg_state::registered);
+  EXPECT_EQ(CF::synchronizes(), 0u);
+
+  // Unregistering an object that was never added; a null pointer in a range: nothing changes,
+  // the objects queued before it stay registered.
+  item stranger(3, "c");
+  EXPECT_THROW(reg.unregister(stranger), misuse_error);
+  std::vector<item*> with_null{a, nullptr};
+  EXPECT_THROW(reg.unregister_many(with_null), std::invalid_argument);
+  EXPECT_EQ(a->state(), reg_state::registered);
+  EXPECT_EQ(CF::synchronizes(), 0u);
+
+  EXPECT_EQ(reg.unregister(*a).objects, 1u);
+}
+
+// --- several types: sessions own streams, which go in the same batch -----------------------------
+
+struct session;
+struct stream : registrable<stream> {
+  explicit stream(int i) : id(i) {}
+  int id;
+  lfht_hook<stream> by_id;
+  std::atomic<std::uint64_t> poison{kAlive};
+};
+struct session : registrable<session> {
+  explicit session(int i) : id(i) {}
+  int id;
+  lfht_hook<session> by_id;
+  std::vector<stream*> streams;
+  std::atomic<bool> destroyed{false};
+};
+using session_by_id = lfht_index<session, &session::by_id, key_member<&session::id>>;
+using stream_by_id = lfht_index<stream, &stream::by_id, key_member<&stream::id>>;
+
+/// What the destroy hooks did, in order (they run on the writer thread; the mutex is for the
+/// holder thread that reads it).
+struct destroy_log {
+  std::mutex m;
+  std::vector<std::string> lines;
+  void add(std::string s) {
+    std::scoped_lock l(m);
+    lines.push_back(std::move(s));
+  }
+};
+destroy_log* g_log = nullptr;
+std::latch* g_streams_gone = nullptr;  // counted down once per destroyed stream, when set
+
+struct session_policy : indexed<session, session_by_id> {
+  void notify(session& s, batch& b) noexcept {
+    for (stream* st : s.streams) b.queue(*st);
+  }
+  void destroy(session* s) noexcept {
+    g_log->add("session " + std::to_string(s->id));
+    s->destroyed = true;
+    delete s;
+  }
+};
+struct stream_policy : indexed<stream, stream_by_id> {
+  void destroy(stream* st) noexcept {
+    g_log->add("stream " + std::to_string(st->id));
+    if (g_streams_gone != nullptr) g_streams_gone->count_down();
+    delete st;
+  }
+};
+using cascade_registry = basic_registry<CF, std::mutex, session_policy, stream_policy>;
+
+session* open_session(cascade_registry& reg, int id, int n_streams) {
+  auto* s = new session(id);
+  for (int i = 0; i < n_streams; ++i) {
+    auto* st = new stream(id * 10 + i);
+    EXPECT_TRUE(reg.add(*st));
+    s->streams.push_back(st);
+  }
+  EXPECT_TRUE(reg.add(*s));
+  return s;
+}
+
+/// A dellink written against the primitives: the queue set converts to it.
+void dellink(session& s, unreg_queue<session>& q) { q.push(s); }
+
+class registry_cascade : public registry_counting {
+ protected:
+  void SetUp() override {
+    registry_counting::SetUp();
+    g_log = &log_;
+  }
+  void TearDown() override {
+    g_log = nullptr;
+    g_streams_gone = nullptr;
+  }
+  destroy_log log_;
+};
+
+TEST_F(registry_cascade, unregister_with_takes_the_streams_in_the_same_two_grace_periods) {
+  cascade_registry reg;
+  session* s1 = open_session(reg, 1, 3);
+  session* s2 = open_session(reg, 2, 2);
+  {
+    read_guard<flavor::memb> guard;
+    ASSERT_NE(reg.find<stream_by_id>(guard, 12), nullptr);
+  }
+  const batch_stats st = reg.unregister_with([&](auto& q) {
+    dellink(*s1, q);  // through the conversion to unreg_queue<session>&
+    q.push(*s2);      // through the queue set
+  });
+  EXPECT_EQ(st.grace_periods, 2u);
+  EXPECT_EQ(CF::synchronizes(), 2u);
+  EXPECT_EQ(st.objects, 7u);
+  EXPECT_EQ(st.dependents_added, 5u);
+  EXPECT_TRUE(reg.index<session_by_id>().empty());
+  EXPECT_TRUE(reg.index<stream_by_id>().empty());
+  ASSERT_EQ(log_.lines.size(), 7u);
+  // Each session after its own streams (ref_drain.hpp, guarantee 2).
+  auto at = [&](const std::string& s) { return std::find(log_.lines.begin(), log_.lines.end(), s) - log_.lines.begin(); };
+  for (int i = 0; i < 3; ++i) EXPECT_LT(at("stream " + std::to_string(10 + i)), at("session 1"));
+  for (int i = 0; i < 2; ++i) EXPECT_LT(at("stream " + std::to_string(20 + i)), at("session 2"));
+}
+
+TEST_F(registry_cascade, a_held_session_is_destroyed_after_its_streams_and_after_its_holder_lets_go) {
+  cascade_registry reg;
+  session* s = open_session(reg, 1, 3);
+  std::latch streams_gone(3);
+  g_streams_gone = &streams_gone;
+  s->refs().hold();
+  bool alive_when_streams_gone = false;
+  std::thread holder([&] {
+    streams_gone.wait();  // the batch has destroyed every stream, and must be waiting for us
+    alive_when_streams_gone = !s->destroyed.load();
+    s->refs().put();
+  });
+  const batch_stats st = reg.unregister(*s);
+  holder.join();
+  EXPECT_TRUE(alive_when_streams_gone);
+  EXPECT_EQ(st.grace_periods, 2u);
+  ASSERT_EQ(log_.lines.size(), 4u);
+  EXPECT_EQ(log_.lines.back(), "session 1");
+}
+
+// --- the writer lock during the waits ------------------------------------------------------------
+
+std::mutex* g_writer_lock = nullptr;
+std::atomic<int> g_lock_free_during_gp{0};
+void probe_lock() noexcept {
+  if (g_writer_lock->try_lock()) {
+    g_writer_lock->unlock();
+    ++g_lock_free_during_gp;
+  }
+}
+
+TEST_F(registry_counting, the_lock_is_held_through_the_batch_unless_unlock_during_waits) {
+  CF::on_synchronize = &probe_lock;
+  for (bool udw : {false, true}) {
+    g_lock_free_during_gp = 0;
+    basic_registry<CF, std::mutex, items_with_uninit> reg(registry_options{.unlock_during_waits = udw});
+    g_writer_lock = &reg.writer_lock();
+    auto* a = new item(1, "a");
+    ASSERT_TRUE(reg.add(*a));
+    EXPECT_EQ(reg.unregister(*a).grace_periods, 2u);
+    EXPECT_EQ(g_lock_free_during_gp.load(), udw ? 2 : 0) << "unlock_during_waits = " << udw;
+  }
+  CF::on_synchronize = nullptr;
+}
+
+// --- real readers: never a destroyed object ------------------------------------------------------
+
+/// Keeps destroyed items (poisoned) until the readers stopped, so a reader that still reached
+/// one would read the poison, not freed memory.
+template <class F>
+struct poisoning_items : indexed<item, item_by_id<F>> {
+  std::vector<std::unique_ptr<item>>* graveyard = nullptr;
+  void destroy(item* i) noexcept {
+    i->poison.store(kPoison);
+    graveyard->emplace_back(i);  // the test reserved room: no allocation here
+  }
+};
+
+template <class F>
+class registry_real : public ::testing::Test {};
+using real_flavors = ::testing::Types<flavor::memb, flavor::qsbr>;
+TYPED_TEST_SUITE(registry_real, real_flavors);
+
+TYPED_TEST(registry_real, a_reader_never_sees_a_destroyed_object) {
+  using F = TypeParam;
+  using index = item_by_id<F>;
+  constexpr int kN = 2'000;
+  constexpr int kRounds = 4;
+  thread_registration<F> writer;
+  basic_registry<F, std::mutex, poisoning_items<F>> reg;
+  std::vector<std::unique_ptr<item>> graveyard;
+  graveyard.reserve(kN * kRounds);
+  reg.template policy<poisoning_items<F>>().graveyard = &graveyard;
+
+  std::atomic<bool> stop{false};
+  std::atomic<long> found{0}, violations{0};
+  std::latch reader_ready(1);
+  std::thread reader([&] {
+    thread_registration<F> reg_reader;
+    reader_ready.count_down();
+    for (unsigned k = 0; !stop.load(std::memory_order_acquire); ++k) {
+      {
+        read_guard<F> guard;
+        for (int j = 0; j < 16; ++j) {
+          const item* it = reg.template find<index>(guard, static_cast<int>((k * 16 + j) % (kN * kRounds)));
+          if (it == nullptr) continue;
+          found.fetch_add(1, std::memory_order_relaxed);
+          if (it->poison.load(std::memory_order_relaxed) != kAlive) violations.fetch_add(1);
+        }
+      }
+      quiescent_state<F>();
+    }
+  });
+  reader_ready.wait();
+
+  for (int round = 0; round < kRounds; ++round) {
+    std::vector<item*> mine;
+    for (int i = 0; i < kN; ++i) {
+      mine.push_back(new item(round * kN + i, ""));
+      ASSERT_TRUE(reg.add(*mine.back()));
+    }
+    const long seen = found.load();
+    while (found.load() < seen + 500) std::this_thread::yield();  // a state: it reached live objects
+    // Three shapes of teardown: one object, a range, a queue filled by hand.
+    EXPECT_EQ(reg.unregister(*mine[0]).objects, 1u);
+    const std::vector<item*> half(mine.begin() + 1, mine.begin() + kN / 2);
+    const batch_stats many = reg.unregister_many(half);
+    EXPECT_EQ(many.objects, half.size());
+    EXPECT_LE(many.grace_periods + many.gps_elided, 2u);
+    reg.unregister_with([&](unreg_queue<item>& q) {
+      for (int i = kN / 2; i < kN; ++i) q.push(*mine[static_cast<std::size_t>(i)]);
+    });
+    EXPECT_TRUE(reg.template index<index>().empty());
+  }
+  stop = true;
+  reader.join();
+  EXPECT_EQ(graveyard.size(), static_cast<std::size_t>(kN * kRounds));
+  EXPECT_EQ(violations.load(), 0);
+  EXPECT_GT(found.load(), 0);
+}
+
+}  // namespace
+}  // namespace rcubatch::test
