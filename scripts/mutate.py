@@ -110,16 +110,23 @@ def copy_tree(dst):
         shutil.copy(os.path.join(ROOT, f), os.path.join(dst, f))  # new mtimes: a reused build rebuilds
 
 
-def failed_tests(out):
-    """The tests ctest reports as not passed, with how (Failed, Timeout, ...)."""
-    found = re.findall(r"Test\s+#\d+: (\S+) \.*\s*\*\*\*(\w+)", out)
-    return [f"{name} ({how})" for name, how in found]
+def failed_tests(build):
+    """The tests the last ctest run did not pass (its Testing/Temporary/LastTestsFailed.log: typed
+    tests' names contain spaces, so ctest's console lines do not parse reliably), shortened."""
+    path = os.path.join(build, "Testing", "Temporary", "LastTestsFailed.log")
+    if not os.path.exists(path):
+        return []
+    names = [line.split(":", 1)[1].strip() for line in open(path) if ":" in line]
+    return [re.sub(r"<.*flavor::(\w+)>+$", r"[\1]", n) for n in names]
 
 
 def test_targets(src, build, target, regex, jobs, timeout):
     b = run(["cmake", "--build", build, "--target", target, "-j", str(jobs)], src)
     if b.returncode != 0:
         return "no-build", b.stdout[-2000:]
+    stale = os.path.join(build, "Testing", "Temporary", "LastTestsFailed.log")
+    if os.path.exists(stale):
+        os.remove(stale)
     t = run(["ctest", "--test-dir", build, "-R", regex, "--timeout", str(timeout), "-j", "1"], src)
     return ("pass" if t.returncode == 0 else "fail"), t.stdout
 
@@ -161,7 +168,7 @@ def main():
         finally:
             open(path, "w").write(original)
         if status == "fail":
-            failed = failed_tests(out)
+            failed = failed_tests(build)
             by = ", ".join(failed[:2]) + (f" +{len(failed) - 2} more" if len(failed) > 2 else "")
             rows.append((name, "killed", by or out.strip().splitlines()[-1], time.time() - start))
         elif status == "pass":
