@@ -94,21 +94,21 @@ struct policy_hooks {
   P& p;
 
   // The call forms, on the policy as it was passed (const or not).
-  static constexpr bool validate_ok = requires(P& p, T& t) { p.validate(t); };
-  static constexpr bool close_many_ok = requires(P& p, object_range<T> r) { p.close_many(r); };
-  static constexpr bool unlist_ok = requires(P& p, T& t) { p.unlist(t); };
-  static constexpr bool notify_b_ok = requires(P& p, T& t, batch& b) { p.notify(t, b); };
-  static constexpr bool notify_ok = requires(P& p, T& t) { p.notify(t); };
-  static constexpr bool batch_notify_ok = requires(P& p, batch& b) { p.batch_notify(b); };
-  static constexpr bool uninit_b_ok = requires(P& p, T& t, batch& b) { p.uninit(t, b); };
-  static constexpr bool uninit_ok = requires(P& p, T& t) { p.uninit(t); };
-  static constexpr bool destroy_ok = requires(P& p, T* t) { p.destroy(t); };
-  static constexpr bool rebroadcast_ok = requires(P& p, T& t) { p.rebroadcast(t); };
-  static constexpr bool name_ok = requires(P& p, const T& t) {
-    { p.name(t) } -> std::convertible_to<std::string_view>;
+  static constexpr bool validate_ok = requires(P& pol, T& t) { pol.validate(t); };
+  static constexpr bool close_many_ok = requires(P& pol, object_range<T> r) { pol.close_many(r); };
+  static constexpr bool unlist_ok = requires(P& pol, T& t) { pol.unlist(t); };
+  static constexpr bool notify_b_ok = requires(P& pol, T& t, batch& b) { pol.notify(t, b); };
+  static constexpr bool notify_ok = requires(P& pol, T& t) { pol.notify(t); };
+  static constexpr bool batch_notify_ok = requires(P& pol, batch& b) { pol.batch_notify(b); };
+  static constexpr bool uninit_b_ok = requires(P& pol, T& t, batch& b) { pol.uninit(t, b); };
+  static constexpr bool uninit_ok = requires(P& pol, T& t) { pol.uninit(t); };
+  static constexpr bool destroy_ok = requires(P& pol, T* t) { pol.destroy(t); };
+  static constexpr bool rebroadcast_ok = requires(P& pol, T& t) { pol.rebroadcast(t); };
+  static constexpr bool name_ok = requires(P& pol, const T& t) {
+    { pol.name(t) } -> std::convertible_to<std::string_view>;
   };
   // The same on a non-const policy: tells "not const" from "wrong parameters".
-  static constexpr bool unlist_mutable_ok = requires(M& p, T& t) { p.unlist(t); };
+  static constexpr bool unlist_mutable_ok = requires(M& pol, T& t) { pol.unlist(t); };
 
   static constexpr bool has_validate = names_validate<M> || validate_ok;
   static constexpr bool has_close_many = names_close_many<M> || close_many_ok;

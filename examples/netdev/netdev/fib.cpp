@@ -34,7 +34,7 @@ void fib::unlink(route& r) noexcept {
   dirty_ = true;
 }
 
-std::size_t fib::remove_routes_of(net_device& dev, unreg_context& batch) noexcept {
+std::size_t fib::remove_routes_of(net_device& dev, rcubatch::batch& batch) noexcept {
   std::size_t removed = 0;
   dev.routes.clear_and_dispose([&](route* r) {
     of(r->table).by_length[r->prefix.length]->remove(&r->node.node);

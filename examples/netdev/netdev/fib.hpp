@@ -22,7 +22,7 @@
 #include "netdev/net_device.hpp"
 #include "netdev/rcu_table.hpp"
 #include "netdev/route.hpp"
-#include "netdev/unreg_context.hpp"
+#include <rcubatch/batch.hpp>
 
 namespace netdev {
 
@@ -39,7 +39,7 @@ class fib {
   /// period (or retires it into a batch).
   void unlink(route& r) noexcept;
   /// Unlinks every route of `dev` and retires it into the batch. O(dev's routes).
-  std::size_t remove_routes_of(net_device& dev, unreg_context& batch) noexcept;
+  std::size_t remove_routes_of(net_device& dev, rcubatch::batch& batch) noexcept;
   /// Container-wide step, once per batch: forget prefix lengths that became empty.
   void sweep() noexcept;
 

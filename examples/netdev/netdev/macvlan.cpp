@@ -68,7 +68,7 @@ void open(net_device& mv) { std::get<macvlan_link>(mv.link).port->hash_add(mv); 
 
 void stop(net_device& mv, grace_periods& gps) noexcept { std::get<macvlan_link>(mv.link).port->hash_del(mv, gps); }
 
-bool uninit(net_device& mv, unreg_context& batch) noexcept {
+bool uninit(net_device& mv, rcubatch::batch& batch) noexcept {
   auto& l = std::get<macvlan_link>(mv.link);
   l.port->detach(mv);
   if (l.port->empty()) {

@@ -13,6 +13,7 @@
 #include <boost/intrusive/list.hpp>
 
 #include "netdev/net_device.hpp"
+#include "netdev/grace_periods.hpp"
 #include "netdev/notifier.hpp"
 #include "netdev/rcu_table.hpp"
 
@@ -57,7 +58,7 @@ void attach(net_device& mv) noexcept;
 void open(net_device& mv);
 /// ndo_stop: unhash, then a grace period unless dismantling.
 void stop(net_device& mv, grace_periods& gps) noexcept;
-bool uninit(net_device& mv, unreg_context& batch) noexcept;
+bool uninit(net_device& mv, rcubatch::batch& batch) noexcept;
 void release_lower(net_device& mv) noexcept;
 std::vector<net_device*> dependents(net_device& lower);
 

@@ -11,7 +11,7 @@
 
 #include <vector>
 
-#include "netdev/unreg_context.hpp"
+#include <rcubatch/batch.hpp>
 
 namespace netdev {
 
@@ -22,7 +22,7 @@ enum class netdev_event_kind { registered, up, going_down, down, unregister, unr
 struct netdev_event {
   netdev_event_kind kind;
   net_device* dev = nullptr;       // null for unregister_batch
-  unreg_context* batch = nullptr;  // set for unregister and unregister_batch
+  rcubatch::batch* batch = nullptr;  // set for unregister and unregister_batch
 };
 
 class netdev_notifier {

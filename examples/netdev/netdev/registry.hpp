@@ -37,7 +37,9 @@
 #include "netdev/netns.hpp"
 #include "netdev/notifier.hpp"
 #include "netdev/rcu_table.hpp"
-#include "netdev/unreg_context.hpp"
+#include <rcubatch/batch.hpp>
+
+#include "netdev/grace_periods.hpp"
 #include "netdev/vlan.hpp"
 
 namespace netdev {
@@ -93,7 +95,6 @@ template <class Flavor>
 class registry final : private grace_periods {
  public:
   using domain_type = rcubatch::grace_domain<Flavor>;
-  using batch_type = rcubatch::batch;
 
   explicit registry(unreg_mode mode = unreg_mode::batched)
       : mode_(mode), flavor_(&Flavor::table()), init_net_(std::make_unique<netns>("", flavor_)) {
@@ -502,17 +503,6 @@ class registry final : private grace_periods {
 
   // ---- the rcubatch policy: the phases of unregister_netdevice_many ---------------------------
 
-  /// A running batch seen through the flavor-agnostic interface.
-  class batch_context final : public unreg_context {
-   public:
-    explicit batch_context(batch_type& b) noexcept : b_(b) {}
-    bool queue(net_device& d) noexcept override { return b_.queue(d); }
-    void retire(rcubatch::retire_node& n) noexcept override { b_.retire(n); }
-
-   private:
-    batch_type& b_;
-  };
-
   struct device_policy {
     registry& r;
 
@@ -526,23 +516,20 @@ class registry final : private grace_periods {
       rcubatch::read_guard<Flavor> section;  // one inline read lock for the list and both hashes
       d.ns->unpublish(d);
     }
-    void notify(net_device& d, batch_type& b) noexcept {
-      batch_context ctx(b);
-      r.notifiers_.notify({netdev_event_kind::unregister, &d, &ctx});
+    void notify(net_device& d, rcubatch::batch& b) noexcept {
+      r.notifiers_.notify({netdev_event_kind::unregister, &d, &b});
     }
-    void batch_notify(batch_type& b) noexcept {
-      batch_context ctx(b);
-      r.notifiers_.notify({netdev_event_kind::unregister_batch, nullptr, &ctx});
+    void batch_notify(rcubatch::batch& b) noexcept {
+      r.notifiers_.notify({netdev_event_kind::unregister_batch, nullptr, &b});
     }
     /// ndo_uninit: unlink from the link type's secondary structures. Returns whether anything
     /// readers can reach was unlinked, so a batch of plain dummies skips grace period #2.
-    bool uninit(net_device& d, batch_type& b) noexcept {
-      batch_context ctx(b);
+    bool uninit(net_device& d, rcubatch::batch& b) noexcept {
       switch (d.kind) {
         case link_kind::dummy:
         case link_kind::loopback: return false;
-        case link_kind::vlan: return vlan::uninit(d, ctx);
-        case link_kind::macvlan: return macvlan::uninit(d, ctx);
+        case link_kind::vlan: return vlan::uninit(d, b);
+        case link_kind::macvlan: return macvlan::uninit(d, b);
         case link_kind::ipip:
         case link_kind::gre: d.ns->tunnels(d.kind).remove(d); return true;
       }

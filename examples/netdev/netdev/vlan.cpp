@@ -38,7 +38,7 @@ void attach(net_device& vlan) noexcept {
   std::get<vlan_link>(vlan.link).lower->vlans.load(std::memory_order_relaxed)->attach(vlan);
 }
 
-bool uninit(net_device& vlan, unreg_context& batch) noexcept {
+bool uninit(net_device& vlan, rcubatch::batch& batch) noexcept {
   auto& l = std::get<vlan_link>(vlan.link);
   vlan_group* g = l.lower->vlans.load(std::memory_order_relaxed);
   g->detach(vlan);

@@ -78,7 +78,7 @@ void init(net_device& vlan, net_device& lower, std::uint16_t vid);
 /// After publication: makes the vlan reachable from its lower device (the VID slot).
 void attach(net_device& vlan) noexcept;
 /// Uninit hook: clears the slot; the last vlan retires the group. Returns true (unlinked).
-bool uninit(net_device& vlan, unreg_context& batch) noexcept;
+bool uninit(net_device& vlan, rcubatch::batch& batch) noexcept;
 /// Destroy hook: drops the reference on the lower device.
 void release_lower(net_device& vlan) noexcept;
 /// The vlans on `lower`, for the legacy one-device-at-a-time path.
