@@ -9,6 +9,7 @@
 #include <array>
 #include <atomic>
 #include <condition_variable>
+#include <functional>
 #include <latch>
 #include <memory>
 #include <mutex>
@@ -219,8 +220,10 @@ struct watched_stream_policy : stream_policy {
 };
 
 /// Two sessions with two streams each; `hold` is held while the batch runs, and put by a holder
-/// thread once every other object that may go has gone. Returns the destroy/dispose log.
-std::vector<std::string> run_with_one_held(registry& reg, ref_count& hold, int free_objects, bool tie_routes) {
+/// thread once every other object that may go has gone (`before_put` runs first, on that thread).
+/// Returns the destroy/dispose log.
+std::vector<std::string> run_with_one_held(registry& reg, ref_count& hold, int free_objects, bool tie_routes,
+                                           const std::function<void()>& before_put = [] {}) {
   fake::reset();
   grace_domain<fake> domain;
   drain_watch watch;
@@ -228,6 +231,7 @@ std::vector<std::string> run_with_one_held(registry& reg, ref_count& hold, int f
   hold.hold();
   std::thread holder([&] {
     watch.wait_for(free_objects);
+    before_put();
     reg.record("put");
     hold.put();
   });
@@ -334,27 +338,7 @@ TEST(rollback_many_lanes, untied_retirees_are_disposed_before_a_held_owner_lets_
     route* held_route = reg.routes[0].get();
     // The holder checks the route's state when it lets go: tied → still alive, untied → gone.
     std::atomic<bool> route_alive_at_put{false};
-    drain_watch watch;
-    fake::reset();
-    grace_domain<fake> domain;
-    held.refs().hold();
-    std::thread holder([&] {
-      watch.wait_for(5);
-      route_alive_at_put = held_route->poison.load() == kAlive;
-      held.refs().put();
-    });
-    unreg_queue<session> sessions;
-    unreg_queue<stream> streams;
-    for (auto& s : reg.sessions) sessions.push(*s);
-    watched_session_policy sp;
-    sp.reg = &reg;
-    sp.tie_routes = tie;
-    sp.watch = &watch;
-    watched_stream_policy tp;
-    tp.reg = &reg;
-    tp.watch = &watch;
-    rollback_many(domain, lane(sessions, sp), lane(streams, tp));
-    holder.join();
+    run_with_one_held(reg, held.refs(), 5, tie, [&] { route_alive_at_put = held_route->poison.load() == kAlive; });
     EXPECT_EQ(route_alive_at_put.load(), tie) << (tie ? "a tied route waits for its held owner"
                                                        : "an untied route does not wait for any holder");
     EXPECT_EQ(held_route->poison.load(), kPoison);
