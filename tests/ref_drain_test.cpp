@@ -61,7 +61,9 @@ TEST(ref_drain, destroys_each_object_as_its_last_reference_drops_in_any_order) {
   writer.join();
   EXPECT_EQ(order.ids, (std::vector<int>{1, 0, 2}));
   EXPECT_EQ(stats.objects, 3u);
-  EXPECT_EQ(stats.stall_reports, 0u) << "woken by the last put, not by a timer";
+  // Whether the drain was woken by each put, not a timer, is decided by windows_test.cpp's
+  // drain_windows.a_put_after_the_drain_started_waiting_wakes_it (here the put may land first).
+  EXPECT_EQ(stats.stall_reports, 0u);
 }
 
 std::vector<std::string> g_lines;
