@@ -37,6 +37,7 @@
 #include "netdev/netns.hpp"
 #include "netdev/notifier.hpp"
 #include "netdev/rcu_table.hpp"
+#include "netdev/unreg_policy.hpp"
 #include <rcubatch/batch.hpp>
 
 #include "netdev/grace_periods.hpp"
@@ -501,47 +502,9 @@ class registry final : private grace_periods {
     notifiers_.notify({netdev_event_kind::registered, &dev, nullptr});
   }
 
-  // ---- the rcubatch policy: the phases of unregister_netdevice_many ---------------------------
+  // ---- the rcubatch policy (netdev/unreg_policy.hpp) uses stop_device and notifiers_ -------
 
-  struct device_policy {
-    registry& r;
-
-    /// Phase 1, once per round. Every device here is dismantling, so closing skips both the
-    /// dev_deactivate grace period (v3.0's dev_deactivate_many) and the macvlan hash_del one.
-    void close_many(rcubatch::object_range<net_device> devices) noexcept {
-      for (net_device& d : devices)
-        if (d.is_up()) r.stop_device(d);
-    }
-    void unlist(net_device& d) noexcept {
-      rcubatch::read_guard<Flavor> section;  // one inline read lock for the list and both hashes
-      d.ns->unpublish(d);
-    }
-    void notify(net_device& d, rcubatch::batch& b) noexcept {
-      r.notifiers_.notify({netdev_event_kind::unregister, &d, &b});
-    }
-    void batch_notify(rcubatch::batch& b) noexcept {
-      r.notifiers_.notify({netdev_event_kind::unregister_batch, nullptr, &b});
-    }
-    /// ndo_uninit: unlink from the link type's secondary structures. Returns whether anything
-    /// readers can reach was unlinked, so a batch of plain dummies skips grace period #2.
-    bool uninit(net_device& d, rcubatch::batch& b) noexcept {
-      switch (d.kind) {
-        case link_kind::dummy:
-        case link_kind::loopback: return false;
-        case link_kind::vlan: return vlan::uninit(d, b);
-        case link_kind::macvlan: return macvlan::uninit(d, b);
-        case link_kind::ipip:
-        case link_kind::gre: d.ns->tunnels(d.kind).remove(d); return true;
-      }
-      return false;
-    }
-    void destroy(net_device* d) noexcept {
-      if (d->kind == link_kind::vlan) vlan::release_lower(*d);
-      if (d->kind == link_kind::macvlan) macvlan::release_lower(*d);
-      delete d;
-    }
-    std::string_view name(const net_device& d) const noexcept { return d.name; }
-  };
+  friend struct device_policy<Flavor>;
 
   // ---- grace_periods, for link-type code --------------------------------------------------------
 
@@ -764,7 +727,7 @@ class registry final : private grace_periods {
   void unregister(rcubatch::unreg_queue<net_device>& q) {
     if (q.empty()) return;
     if (mode_ == unreg_mode::batched) {
-      account(rcubatch::rollback_many(q, device_policy{*this}, domain_, options_));
+      account(rcubatch::rollback_many(q, device_policy<Flavor>{*this}, domain_, options_));
       return;
     }
     // Pop one at a time: unregistering a device frees its dependents, which may sit later in q.
@@ -816,7 +779,7 @@ class registry final : private grace_periods {
     }
     rcubatch::rollback_options legacy = options_;
     legacy.mark_dismantle = false;
-    const rcubatch::batch_stats s = rcubatch::unregister_one(d, device_policy{*this}, domain_, legacy);
+    const rcubatch::batch_stats s = rcubatch::unregister_one(d, device_policy<Flavor>{*this}, domain_, legacy);
     account(s);
     for (unsigned paid = s.grace_periods + s.gps_elided; paid < 2; ++paid) {
       domain_.synchronize();  // 2.6.32 always ran both synchronize_net calls

@@ -1,5 +1,5 @@
 // netsim — replays `ip`-style commands on the rcubatch netdev registry; see netsim/interpreter.hpp
-// for the commands and ../README.md for the seed experiments.
+// for the commands and ../README.md (how to run the seed experiments) and ../RESULTS.md (their measurements).
 //
 //   netsim [--mode batched|legacy] [--readers N] [--flavor memb|qsbr|mb|bp] [-force]
 //          [--stats json] [-D NAME=VALUE]... (-batch FILE|- | COMMAND...)
