@@ -74,8 +74,8 @@
 #include "latency_histogram.hpp"
 #include "sim_gp_flavor.hpp"
 
-#if __has_include(<rcubatch/async_registry.hpp>)
-#include <rcubatch/async_registry.hpp>
+#if __has_include(<rcubatch/async_unregister.hpp>)
+#include <rcubatch/async_unregister.hpp>
 #define RCUBATCH_BENCH_HAVE_ASYNC 1
 #else
 #define RCUBATCH_BENCH_HAVE_ASYNC 0
@@ -98,7 +98,7 @@ struct options {
   std::size_t objects_per_thread = 10'000;
   std::size_t objects_per_thread_gp1ms = 1'000;
   double producer_seconds = 5;
-  std::size_t budget_bytes = std::size_t{1} << 20;
+  std::size_t budget_bytes = std::size_t{256} << 10;  // below call_rcu's peak at 100k objects/s (~340 KB)
   bool pin = true;
 };
 options g_opt;
@@ -302,9 +302,50 @@ const char* to_string(mode m) {
 }
 
 bool by_hand(mode m) { return m == mode::call_rcu; }
+[[maybe_unused]] bool asynchronous(mode m) { return m == mode::async || m == mode::sync_combined; }
 
 template <class Flavor>
 using sync_registry = rcubatch::basic_registry<Flavor, std::mutex, mw_policy>;
+
+#if RCUBATCH_BENCH_HAVE_ASYNC
+template <class Flavor>
+using reclaimer_t = rcubatch::async_unregister<sync_registry<Flavor>>;
+
+/// The asynchronous reclaimer of the async and sync_combined modes: the library's defaults
+/// (background thread, its batch thresholds and age), and the budget given for the producer.
+template <class Flavor>
+std::unique_ptr<reclaimer_t<Flavor>> make_reclaimer(mode m, sync_registry<Flavor>& reg, std::size_t budget_bytes) {
+  if (!asynchronous(m)) return nullptr;
+  rcubatch::async_options o;
+  if (budget_bytes != 0) o.budget_bytes = budget_bytes;
+  return std::make_unique<reclaimer_t<Flavor>>(reg, o);
+}
+
+/// The library's own view of a case, next to the bench's counters.
+template <class Flavor>
+void report_async_stats(benchmark::State& st, const reclaimer_t<Flavor>* r) {
+  if (r == nullptr) return;
+  const rcubatch::async_stats s = r->stats();
+  auto& c = st.counters;
+  c["async_batches"] = static_cast<double>(s.batches);
+  c["async_requests_per_batch"] = s.batches ? static_cast<double>(s.submitted) / static_cast<double>(s.batches) : 0.0;
+  c["async_max_requests_per_batch"] = static_cast<double>(s.max_requests_per_batch);
+  c["async_max_threads_per_batch"] = static_cast<double>(s.max_threads_per_batch);
+  c["async_lib_gps"] = static_cast<double>(s.grace_periods);
+  c["async_pending_bytes_high_water"] = static_cast<double>(s.pending_bytes_high_water);
+  c["async_blocked_submits"] = static_cast<double>(s.blocked_submits);
+  c["async_latency_p99_us"] = static_cast<double>(s.latency_p99.count()) * 1e-3;
+}
+#else
+template <class Flavor>
+struct reclaimer_t {};
+template <class Flavor>
+std::unique_ptr<reclaimer_t<Flavor>> make_reclaimer(mode, sync_registry<Flavor>&, std::size_t) {
+  return nullptr;
+}
+template <class Flavor>
+void report_async_stats(benchmark::State&, const reclaimer_t<Flavor>*) {}
+#endif
 
 template <class Flavor>
 std::unique_ptr<sync_registry<Flavor>> make_sync_registry(mode m, rcubatch::grace_domain<Flavor>& domain) {
@@ -337,11 +378,12 @@ void remove_with_call_rcu(Registry& reg, mw_object& o) {
 template <class Flavor>
 struct sweep_fixture {
   using registry_t = sync_registry<Flavor>;
-  explicit sweep_fixture(mode m) : reg(make_sync_registry<Flavor>(m, domain)) {}
+  explicit sweep_fixture(mode m) : reg(make_sync_registry<Flavor>(m, domain)), reclaimer(make_reclaimer<Flavor>(m, *reg, 0)) {}
 
   case_counters counters;
   rcubatch::grace_domain<Flavor> domain;
   std::unique_ptr<registry_t> reg;
+  std::unique_ptr<reclaimer_t<Flavor>> reclaimer;  // async, sync_combined; destroyed before reg
   key_window window;
   std::vector<mw_object*> objects;  // iteration k, thread t: [(k * W + t) * N, +N)
   std::unique_ptr<busy_reader<registry_t>> reader;
@@ -354,20 +396,30 @@ struct sweep_fixture {
 template <class Flavor>
 std::unique_ptr<sweep_fixture<Flavor>> g_sweep;
 
-template <class Registry>
-void remove_one(Registry& reg, mode m, mw_object& o) {
+/// One removal in mode m. Returns false if the library refused it (it never should here).
+template <class Registry, class Reclaimer>
+bool remove_one(Registry& reg, [[maybe_unused]] Reclaimer* reclaimer, mode m, mw_object& o) {
   switch (m) {
     case mode::serialized:
     case mode::unlock_during_waits:
-      reg.unregister(o);
-      break;
+      return !reg.unregister(o).refused;
     case mode::call_rcu:
       remove_with_call_rcu(reg, o);
-      break;
+      return true;
     case mode::async:
+#if RCUBATCH_BENCH_HAVE_ASYNC
+      return static_cast<bool>(reclaimer->submit(o));
+#else
+      break;
+#endif
     case mode::sync_combined:
-      std::abort();  // not built without the asynchronous registry (never registered)
+#if RCUBATCH_BENCH_HAVE_ASYNC
+      return reclaimer->unregister(o);
+#else
+      break;
+#endif
   }
+  std::abort();  // async modes are not registered without the asynchronous library
 }
 
 template <class Flavor>
@@ -415,7 +467,7 @@ void bm_many_writers(benchmark::State& st, mode m, std::size_t per_thread) {
       const std::uint64_t t0 = now_ns();
       o.requested_ns = t0;
       f.counters.submitted(kObjectBytes);
-      remove_one(*f.reg, m, o);
+      if (!remove_one(*f.reg, f.reclaimer.get(), m, o)) std::abort();
       submit.add(now_ns() - t0);
     }
     std::scoped_lock lock(f.merge_mutex);  // before the end barrier: thread 0 reads it after
@@ -427,6 +479,9 @@ void bm_many_writers(benchmark::State& st, mode m, std::size_t per_thread) {
   sweep_fixture<Flavor>& f = *g_sweep<Flavor>;
   const std::uint64_t loop_end = now_ns();
   if (m == mode::call_rcu) memb::barrier();  // every callback queued so far has run
+#if RCUBATCH_BENCH_HAVE_ASYNC
+  if (m == mode::async) f.reclaimer->drain();  // everything submitted is destroyed
+#endif
   const std::uint64_t end = now_ns();
   const std::uint64_t lookups = f.reader->lookups() - f.lookups0;
   f.reader->stop();
@@ -459,6 +514,7 @@ void bm_many_writers(benchmark::State& st, mode m, std::size_t per_thread) {
   c["destroy_p99_us"] = destroy.quantile(0.99) * 1e-3;
   c["peak_pending_bytes"] = static_cast<double>(f.counters.peak_pending_bytes.load());
   c["reader_lookups_per_s"] = static_cast<double>(lookups) / ((static_cast<double>(end) - start) * 1e-9);
+  report_async_stats<Flavor>(st, f.reclaimer.get());
   g_sweep<Flavor>.reset();  // every object is destroyed: the registry is empty
   g_case.store(nullptr, std::memory_order_relaxed);
 }
@@ -493,6 +549,7 @@ void bm_producer(benchmark::State& st, mode m, double rate) {
   g_case.store(&counters, std::memory_order_relaxed);
   rcubatch::grace_domain<Flavor> domain;
   auto reg = make_sync_registry<Flavor>(m, domain);
+  auto reclaimer = make_reclaimer<Flavor>(m, *reg, g_opt.budget_bytes);
   key_window window;
   busy_reader<sync_registry<Flavor>> reader(*reg, window);
   writer_pinning pinning;
@@ -522,13 +579,16 @@ void bm_producer(benchmark::State& st, mode m, double rate) {
       const std::uint64_t t0 = now_ns();
       o->requested_ns = t0;
       counters.submitted(kObjectBytes);
-      remove_one(*reg, m, *o);
+      if (!remove_one(*reg, reclaimer.get(), m, *o)) std::abort();
       submit.add(now_ns() - t0);
       ++produced;
     }
   }
   const std::uint64_t loop_end = now_ns();
   if (m == mode::call_rcu) memb::barrier();
+#if RCUBATCH_BENCH_HAVE_ASYNC
+  if (reclaimer) reclaimer->drain();
+#endif
   const std::uint64_t end = now_ns();
   const std::uint64_t lookups = reader.lookups() - lookups0;
   reader.stop();
@@ -549,6 +609,8 @@ void bm_producer(benchmark::State& st, mode m, double rate) {
   c["destroy_p50_us"] = destroy.quantile(0.50) * 1e-3;
   c["destroy_p99_us"] = destroy.quantile(0.99) * 1e-3;
   c["reader_lookups_per_s"] = static_cast<double>(lookups) / (static_cast<double>(end - start) * 1e-9);
+  report_async_stats<Flavor>(st, reclaimer.get());
+  reclaimer.reset();
   reg.reset();
   g_case.store(nullptr, std::memory_order_relaxed);
 }
@@ -621,7 +683,7 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("mw_producer_seconds", std::to_string(g_opt.producer_seconds));
   benchmark::AddCustomContext("mw_budget_bytes", std::to_string(g_opt.budget_bytes));
   benchmark::AddCustomContext("mw_object_bytes", std::to_string(kObjectBytes));
-  benchmark::AddCustomContext("mw_async", RCUBATCH_BENCH_HAVE_ASYNC ? "built" : "not built (no rcubatch/async_registry.hpp)");
+  benchmark::AddCustomContext("mw_async", RCUBATCH_BENCH_HAVE_ASYNC ? "built" : "not built (no rcubatch/async_unregister.hpp)");
   benchmark::AddCustomContext("mw_gp_1ms", "simulated: real memb GP, then sleep until 1 ms since its start "
                                            "(stands for a many-core machine or a kernel-like GP)");
 

@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""Plots and tables for rcubatch_bench_many_writers (issue 11) from its Google Benchmark JSON.
+
+  /usr/bin/python3 bench/plot_many_writers.py bench/results/many_writers-STAMP.json \
+      --out-dir bench --summary bench/results/many_writers-STAMP.md
+
+Draws, beside the teardown plots:
+  bench/many_writers.png           objects/s and GPs/object against W, per mode, real memb GP and
+                                   the simulated 1 ms GP
+  bench/many_writers_producer.png  peak pending bytes against the producer's achieved rate:
+                                   call_rcu against the asynchronous mode with a budget
+and writes a Markdown summary: the sweep table, the producer table and the issue's ratios, every
+figure from the one JSON file (recompute them from the counters the same way).
+"""
+import argparse
+import json
+import os
+import sys
+
+MODES = ["serialized", "unlock_during_waits", "call_rcu", "async", "sync_combined"]
+COLORS = dict(zip(MODES, ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple"]))
+
+
+def load(path):
+    with open(path) as f:
+        doc = json.load(f)
+    runs = [b for b in doc["benchmarks"] if b.get("run_type", "iteration") == "iteration"]
+    return doc.get("context", {}), runs
+
+
+def parse(run):
+    """BM_ManyWriters/<flavor>/<mode>[/gp:1ms]/threads:<W> -> (flavor, mode, gp, W)."""
+    parts = run["name"].split("/")
+    if parts[0] != "BM_ManyWriters":
+        return None
+    gp = "gp:1ms" if "gp:1ms" in parts else "real"
+    w = int(parts[-1].split(":")[1])
+    return parts[1], parts[2], gp, w
+
+
+def sweep(runs):
+    out = {}
+    for r in runs:
+        p = parse(r)
+        if p:
+            out[p] = r
+    return out
+
+
+def producer(runs):
+    out = []
+    for r in runs:
+        parts = r["name"].split("/")
+        if parts[0] == "BM_Producer":
+            out.append((parts[2], parts[3].split(":")[1], r))
+    return out
+
+
+def fmt(x, digits=3):
+    if x is None:
+        return "–"
+    if x < 0:
+        return "n/a"
+    if x == 0:
+        return "0"
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
+    return f"{x:.{digits}g}"
+
+
+def plot(table, prod, out_dir):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, 2, figsize=(12, 9))
+    for col, gp in enumerate(["real", "gp:1ms"]):
+        title = "memb, real GP" if gp == "real" else "memb, simulated 1 ms GP"
+        for mode in MODES:
+            pts = sorted((w, r) for (fl, m, g, w), r in table.items() if m == mode and g == gp)
+            if not pts:
+                continue
+            ws = [w for w, _ in pts]
+            axes[0][col].plot(ws, [r["objects_per_s"] for _, r in pts], marker="o", label=mode, color=COLORS[mode])
+            gps = [(w, r["gps_per_object"]) for w, r in pts if r["gps_per_object"] >= 0]
+            if gps:
+                axes[1][col].plot([w for w, _ in gps], [max(g, 1e-5) for _, g in gps], marker="o", label=mode,
+                                    color=COLORS[mode])
+        axes[0][col].set_title(f"objects/s, {title}")
+        axes[1][col].set_title(f"GPs per object, {title}")
+        for ax in (axes[0][col], axes[1][col]):
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.set_xlabel("writer threads W")
+            ax.set_xticks([1, 2, 4, 8])
+            ax.set_xticklabels(["1", "2", "4", "8"])
+            ax.grid(True, which="both", alpha=0.3)
+            ax.legend(fontsize=8)
+    axes[1][0].text(0.02, 0.02, "call_rcu: GPs run by liburcu's worker, not countable", transform=axes[1][0].transAxes,
+                    fontsize=8)
+    fig.suptitle("BM_ManyWriters: W threads each removing their own objects one call at a time, one busy memb reader")
+    fig.tight_layout()
+    fig.savefig(os.path.join(out_dir, "many_writers.png"), dpi=90)
+    plt.close(fig)
+
+    if prod:
+        fig, ax = plt.subplots(figsize=(8, 5.5))
+        budget = None
+        for mode in sorted({m for m, _, _ in prod}):
+            pts = sorted((r["objects_per_s"], r["peak_pending_bytes"]) for m, _, r in prod if m == mode)
+            label = "call_rcu (no bound)" if mode == "call_rcu" else f"{mode} with budget"
+            ax.plot([p[0] for p in pts], [p[1] / 1024 for p in pts], marker="o", label=label)
+            for m, _, r in prod:
+                if m == mode and r.get("budget_bytes", 0) > 0:
+                    budget = r["budget_bytes"]
+        if budget:
+            ax.axhline(budget / 1024, color="gray", linestyle="--", label=f"budget {budget / 1024:.0f} KiB")
+        ax.set_xlabel("producer's achieved rate (objects/s)")
+        ax.set_ylabel("peak pending (submitted, not yet freed), KiB")
+        ax.set_title("BM_Producer: one producer, one busy memb reader")
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(os.path.join(out_dir, "many_writers_producer.png"), dpi=90)
+        plt.close(fig)
+
+
+def summary(ctx, table, prod, src):
+    lines = [f"Source: `{src}`; run date {ctx.get('date', '?')}; load average {ctx.get('load_avg', '?')}; "
+             f"CPUs: {ctx.get('mw_cpus', '?')}; objects per thread {ctx.get('mw_objects_per_thread', '?')} "
+             f"(gp:1ms: {ctx.get('mw_objects_per_thread_gp1ms', '?')}); object {ctx.get('mw_object_bytes', '?')} bytes.",
+             "",
+             "| case | objects/s | submit objects/s | GPs/object | submit p50 / p99 µs | destroy p50 / p99 µs | peak pending bytes | batches (max req/batch) |",
+             "|---|---|---|---|---|---|---|---|"]
+    for gp in ["real", "gp:1ms"]:
+        for mode in MODES:
+            for w in [1, 2, 4, 8]:
+                r = next((r for (fl, m, g, ww), r in table.items() if m == mode and g == gp and ww == w), None)
+                if r is None:
+                    continue
+                batches = ""
+                if "async_batches" in r:
+                    batches = f"{fmt(r['async_batches'])} ({fmt(r['async_max_requests_per_batch'])})"
+                lines.append(f"| `{r['name']}` | {fmt(r['objects_per_s'])} | {fmt(r['submit_objects_per_s'])} | "
+                             f"{fmt(r['gps_per_object'])} | {fmt(r['submit_p50_us'])} / {fmt(r['submit_p99_us'])} | "
+                             f"{fmt(r['destroy_p50_us'])} / {fmt(r['destroy_p99_us'])} | "
+                             f"{fmt(r['peak_pending_bytes'])} | {batches} |")
+    if prod:
+        lines += ["", "| producer case | achieved objects/s | peak pending bytes | budget | submit p99 µs | destroy p99 µs | blocked submits |",
+                  "|---|---|---|---|---|---|---|"]
+        for m, rate, r in prod:
+            lines.append(f"| `{r['name']}` | {fmt(r['objects_per_s'])} | {fmt(r['peak_pending_bytes'])} | "
+                         f"{fmt(r['budget_bytes']) if r['budget_bytes'] else 'none'} | {fmt(r['submit_p99_us'])} | "
+                         f"{fmt(r['destroy_p99_us'])} | {fmt(r.get('async_blocked_submits'))} |")
+
+    def get(mode, gp, w):
+        return next((r for (fl, m, g, ww), r in table.items() if m == mode and g == gp and ww == w), None)
+
+    lines += ["", "Issue 11's targets (W = 8):", ""]
+    a, s = get("async", "real", 8), get("serialized", "real", 8)
+    if a and s:
+        lines.append(f"- async / serialized objects/s, real memb: {a['objects_per_s'] / s['objects_per_s']:.1f}x "
+                     f"(to everything destroyed, drain included; submit rate ratio "
+                     f"{a['submit_objects_per_s'] / s['objects_per_s']:.1f}x); target >= 10x")
+        lines.append(f"- async GPs/object, real memb: {a['gps_per_object']:.4g}; target <= 0.01")
+    c = get("sync_combined", "gp:1ms", 8)
+    if c:
+        lines.append(f"- sync_combined GPs/object, gp:1ms: {c['gps_per_object']:.4g}; target <= 0.25")
+    return "\n".join(lines) + "\n"
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("json")
+    ap.add_argument("--out-dir", default="bench")
+    ap.add_argument("--summary")
+    ap.add_argument("--no-plot", action="store_true")
+    args = ap.parse_args()
+    ctx, runs = load(args.json)
+    table, prod = sweep(runs), producer(runs)
+    if not table and not prod:
+        sys.exit(f"{args.json}: no BM_ManyWriters or BM_Producer results")
+    if not args.no_plot:
+        plot(table, prod, args.out_dir)
+    text = summary(ctx, table, prod, args.json)
+    if args.summary:
+        with open(args.summary, "w") as f:
+            f.write(text)
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
