@@ -426,9 +426,8 @@ template <class Flavor>
 void bm_many_writers(benchmark::State& st, mode m, std::size_t per_thread) {
   const auto writers = static_cast<std::size_t>(st.threads());
   const auto me = static_cast<std::size_t>(st.thread_index());
+  // The registry's flavor wraps memb and takes memb's registration (sim_gp_flavor.hpp).
   rcubatch::thread_registration<memb> memb_registration;
-  // The registry's flavor is a wrapper of memb: the same liburcu registration, adopted.
-  rcubatch::thread_registration<Flavor> flavor_registration{rcubatch::adopt_registration};
 
   if (me == 0) {
     // Before thread 0 pins itself: the registry (and any thread it owns) and the reader get the
@@ -543,8 +542,8 @@ void register_sweep(const char* suffix, std::size_t per_thread) {
 /// registry with a memory budget.
 void bm_producer(benchmark::State& st, mode m, double rate) {
   using Flavor = memb_counted;
+  // The registry's flavor wraps memb and takes memb's registration (sim_gp_flavor.hpp).
   rcubatch::thread_registration<memb> memb_registration;
-  rcubatch::thread_registration<Flavor> flavor_registration{rcubatch::adopt_registration};
   case_counters counters;
   g_case.store(&counters, std::memory_order_relaxed);
   rcubatch::grace_domain<Flavor> domain;

@@ -15,9 +15,13 @@
 // it started. Sleeping, not spinning, is the point: the waiter gives its CPU to the other writers,
 // as it would on a machine where the GP's length is other CPUs' business.
 //
-// Everything else forwards to Base (read side, registration, call_rcu, barrier, table()), so
-// readers use read_guard<Base> and lfht_index<..., Base>, and call()'s GPs are Base's own
-// (liburcu's worker calls Base's synchronize directly: those are neither counted nor stretched).
+// Everything else forwards to Base (read side, call_rcu, barrier, table()), so readers use
+// read_guard<Base> and lfht_index<..., Base>, and call()'s GPs are Base's own (liburcu's worker
+// calls Base's synchronize directly: those are neither counted nor stretched). Registration is
+// Base's: this flavor says registers_lazily and its register_thread is a no-op, because a thread
+// registered with both thread_registration<Base> and thread_registration<this flavor> (the
+// asynchronous reclaimer registers with the registry's flavor and the index's) would otherwise
+// call liburcu's register twice, which liburcu 0.13.2 asserts against. Register threads with Base.
 // Each instantiation has its own counter (a static member per template instance).
 // Contracts: as flavor.hpp's rcu_flavor table; synchronize() Blocking: one Base GP, then until
 // MinMicros after its start. Throws: nothing.
@@ -37,6 +41,9 @@ template <class Base, long MinMicros>
 struct timed_gp_flavor : Base {
   static_assert(MinMicros >= 0, "timed_gp_flavor: MinMicros must be >= 0");
   static constexpr long min_gp_us = MinMicros;
+  static constexpr bool registers_lazily = true;  // registration is Base's (see above)
+  static void register_thread() noexcept {}
+  static void unregister_thread() noexcept {}
 
   /// Effects: Base::synchronize(), then (MinMicros > 0) sleeps until MinMicros after the call
   /// began; counts the call. Blocking: as said. Throws: nothing.
