@@ -87,6 +87,8 @@
 #include <cstdint>
 #include <functional>
 #include <mutex>
+#include <optional>
+#include <stdexcept>
 #include <thread>
 #include <tuple>
 #include <type_traits>
@@ -331,6 +333,62 @@ class submitted_lane
  private:
   P* p_;
   submitted_set* submitted_;
+};
+
+/// The flavors a reclaimer thread registers with: the registry's, then each index's
+/// (Index::flavor_type of every policy's index_types), duplicates allowed (registrations nest).
+template <class I>
+struct flavor_of_index {
+  using type = std::tuple<>;
+};
+template <class I>
+  requires requires { typename I::flavor_type; }
+struct flavor_of_index<I> {
+  using type = std::tuple<typename I::flavor_type>;
+};
+template <class P>
+struct index_flavors_of {
+  using type = std::tuple<>;
+};
+template <class... Tuples>
+using tuple_cat_t = decltype(std::tuple_cat(std::declval<Tuples>()...));
+template <class Tuple>
+struct flavors_of_indexes;
+template <class... Is>
+struct flavors_of_indexes<std::tuple<Is...>> {
+  using type = tuple_cat_t<typename flavor_of_index<Is>::type...>;
+};
+template <class P>
+  requires requires { typename P::index_types; }
+struct index_flavors_of<P> {
+  using type = typename flavors_of_indexes<typename P::index_types>::type;
+};
+template <class Flavor, class... Policies>
+using thread_flavors_t = tuple_cat_t<std::tuple<Flavor>, typename index_flavors_of<Policies>::type...>;
+
+template <class Tuple>
+struct thread_registrations;
+template <class... Fs>
+struct thread_registrations<std::tuple<Fs...>> {
+  std::tuple<thread_registration<Fs>...> registrations;
+};
+
+/// QSBR: takes the thread offline for a blocking wait in each quiescent-state-based flavor it
+/// is registered with (an online qsbr thread stalls every grace period of that flavor).
+template <class F>
+struct offline_if_registered {
+  offline_if_registered() noexcept {
+    if constexpr (F::quiescent_state_based) {
+      if (reader<F>.registered() && reader<F>.read_depth == 0) scope.emplace();
+    }
+  }
+  std::optional<offline_scope<F>> scope;
+};
+template <class Tuple>
+struct offline_for_wait;
+template <class... Fs>
+struct offline_for_wait<std::tuple<Fs...>> {
+  std::tuple<offline_if_registered<Fs>...> scopes;
 };
 
 template <class P, class T>
@@ -620,10 +678,16 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
     return false;
   }
 
+  using thread_flavors = detail::thread_flavors_t<Flavor, Policies...>;
+  static constexpr bool any_qsbr = []<class... Fs>(std::type_identity<std::tuple<Fs...>>) {
+    return (Fs::quiescent_state_based || ...);
+  }(std::type_identity<thread_flavors>{});
+  using offline_for_wait = detail::offline_for_wait<thread_flavors>;
+
   template <class Lock>
   static void lock_offline(Lock& lock) {
-    if constexpr (Flavor::quiescent_state_based) {
-      offline_scope<Flavor> offline;
+    if constexpr (any_qsbr) {
+      offline_for_wait offline;
       lock.lock();
     } else {
       lock.lock();
@@ -668,8 +732,8 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
 
   template <class Lock>
   static void wait_offline(std::condition_variable& cv, Lock& lock) {
-    if constexpr (Flavor::quiescent_state_based) {
-      offline_scope<Flavor> offline;
+    if constexpr (any_qsbr) {
+      offline_for_wait offline;
       cv.wait(lock);
     } else {
       cv.wait(lock);
@@ -677,8 +741,8 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   }
   template <class Lock>
   static void wait_offline_until(std::condition_variable& cv, Lock& lock, clock::time_point deadline) {
-    if constexpr (Flavor::quiescent_state_based) {
-      offline_scope<Flavor> offline;
+    if constexpr (any_qsbr) {
+      offline_for_wait offline;
       cv.wait_until(lock, deadline);
     } else {
       cv.wait_until(lock, deadline);
@@ -736,7 +800,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   }
 
   void reclaimer_loop() noexcept {
-    thread_registration<Flavor> registration;
+    detail::thread_registrations<thread_flavors> registrations;
     std::unique_lock lock(m_);
     for (;;) {
       if (stop_ && pending_ == 0) return;
