@@ -18,3 +18,4 @@
 #include "rcubatch/ref_drain.hpp"
 #include "rcubatch/rollback_many.hpp"
 #include "rcubatch/registry.hpp"
+#include "rcubatch/async_unregister.hpp"

@@ -33,6 +33,8 @@ template <class T> class object_range;
 class batch;
 template <class T, class... Indexes> class indexed;
 template <class Flavor, class Lockable, class... Policies> class basic_registry;
+template <class Registry> class async_unregister;
+class unregister_ticket;
 
 class ref_count;
 struct retire_node;
@@ -40,5 +42,8 @@ struct batch_stats;
 struct drain_options;
 struct rollback_options;
 struct registry_options;
+struct async_options;
+struct async_stats;
+struct async_batch_report;
 
 }  // namespace rcubatch

@@ -1,0 +1,995 @@
+// rcubatch/async_unregister.hpp — unregister without waiting: tickets, combined batches, a memory budget.
+//
+//   rcubatch::registry<sessions_policy> sessions;
+//   rcubatch::async_unregister reclaimer(sessions);     // a background reclaimer thread
+//
+//   auto ticket = reclaimer.submit(*s);                 // unlisted now; never waits for a GP
+//   reclaimer.poll(ticket);                             // destroyed yet? (never blocks)
+//   reclaimer.wait(ticket);                             // until *s is destroyed
+//   reclaimer.unregister(*s2);                          // submit + wait: callers combine
+//   reclaimer.drain();                                  // everything submitted so far is gone
+//
+// What it is: an object beside a registry (it keeps a reference; one per registry) that takes
+// the registry's objects one at a time from any number of threads and tears them down in
+// combined batches: one rollback_many with a lane per policy, ≤ 2 grace periods per batch
+// whatever the number of requests and threads in it.
+//
+// submit(obj), under the registry's writer lock: the policy's validate (may throw: nothing
+// changed), then its unlist — lookups miss obj from the call on — then the request is recorded
+// and a ticket returned. It never waits for a grace period (it may wait for the writer lock, and
+// for the memory budget, below). Everything else runs later, in a batch, on the reclaimer:
+// close_many, grace period #1, notify (cascades through batch::queue, any lane), batch_notify,
+// uninit (retire, retire_with), grace period #2 if anything was unlinked after #1, the ref
+// drain, destroy — the phases and guarantees of rollback_many.hpp, with the dismantle flag set
+// for every object of the batch from the batch's start (not from submit). The objects were
+// unlisted at submit, so the batch does not unlist them again; dependents queued by notify are
+// unlisted by the batch as usual (a side set of the submitted objects tells the two apart).
+// The batch releases the writer lock during its waits (unlock_during_waits, on by default in
+// async_options): submitters are not held up by its grace periods.
+//
+// The reclaimer is a background thread the object owns (reclaim_mode::background_thread), or
+// the application's own threads (reclaim_mode::manual): run_now(), run_if_due(), and every
+// wait(), drain(), unregister() and budget-blocked submit() run batches on the calling thread
+// when one is due and none is running. Under qsbr the background thread is registered with the
+// flavor and goes offline whenever it sleeps or waits for a lock; so do manual callers while
+// they block (wait, budget, locks): a qsbr writer's synchronize never waits for them.
+//
+// When a batch starts: when the pending requests reach async_options::batch_count, their bytes
+// batch_bytes, or the oldest request's age max_age — the age counted from the later of its
+// submit and the end of the previous batch, so the callers a batch wakes have max_age to submit
+// again before the next one starts: that is what lets W synchronous callers combine into one
+// batch each round (without it they split into two alternating halves). Also at once when a
+// submitter is blocked by the budget, and for drain(). wait() does not force a batch.
+//
+// Memory budget: each request is charged an estimate of its object's bytes — the policy's
+// optional `std::size_t pending_bytes(const T&)` hook, sizeof(T) without one — from submit
+// until its batch ends (destroyed). A submit that would take the charged total above
+// async_options::budget_bytes blocks until enough batches end (over_budget::block), or is
+// refused at once, nothing changed (over_budget::refuse: an empty ticket). One request is
+// always admitted when nothing is charged, so an object larger than the budget cannot deadlock;
+// submits made from a hook of this reclaimer's own batch (destroy) are never blocked. So the
+// unlisted-but-not-destroyed memory stays ≤ budget_bytes + one object, whatever the producers'
+// rate; the bookkeeping is bounded with it (per request: a timestamp and a side-set entry) and
+// the latency statistics are a fixed histogram (512 counters), not samples.
+//
+// Statistics (stats()): per batch (async_batch_report, also given to async_options::on_batch):
+// requests combined, distinct submitting threads, the batch's batch_stats; per reclaimer:
+// requests, batches, grace periods, p50/p99/max request→destroy latency (to the end of the
+// request's batch; a log2 histogram with 8 sub-buckets per octave: within 12.5 %), pending
+// count/bytes now and their high-water marks, submitters blocked by the budget, refusals.
+//
+// Tickets complete in submit order (a batch takes every request pending when it starts).
+// Ordering: everything a submitter did before submit(obj) happens-before obj's destroy; obj's
+// destroy happens-before the return of wait/poll == true/drain for its ticket.
+//
+// Misuse, diagnosed through misuse.hpp before anything changes (throw_error throws; report
+// refuses: an empty ticket, false): submit of an object that is not registered (not_registered),
+// submitted twice or already in a batch (already_unregistering), sitting in another queue
+// (queued_in_other_queue), submit / wait / drain / unregister inside a read-side section of the
+// flavor (blocking_in_read_section), poll / wait on an empty ticket, another reclaimer's ticket
+// or one never issued (foreign_cookie; under report poll answers true and wait returns). Not
+// detectable: another writer's batch (registry::unregister*, rollback_many by hand) taking over
+// a submitted object through a cascade before its batch runs — it is then unlisted twice; the
+// next batch reports it (queued_in_other_queue) when it finds its side set out of step.
+// Hooks run under the writer lock except destroy (as rollback_many with unlock_during_waits): a
+// hook must not call this object's members, except submit() from destroy.
+//
+// Thread safety: every member may be called concurrently from threads registered with the
+// registry's flavor (and the indexes' flavor), except the destructor.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+#include <tuple>
+#include <type_traits>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "rcubatch/batch_stats.hpp"
+#include "rcubatch/misuse.hpp"
+#include "rcubatch/policy.hpp"
+#include "rcubatch/read_guard.hpp"
+#include "rcubatch/registry.hpp"
+#include "rcubatch/rollback_many.hpp"
+#include "rcubatch/unreg_queue.hpp"
+
+namespace rcubatch {
+
+/// Who runs the batches of an async_unregister.
+enum class reclaim_mode : unsigned char {
+  background_thread,  ///< a thread the async_unregister owns (registered with the flavor)
+  manual,             ///< the application's threads: run_now / run_if_due / wait / drain
+};
+
+/// What submit does when the budget is exhausted.
+enum class over_budget : unsigned char {
+  block,   ///< wait until enough batches end (counted in async_stats::blocked_submits)
+  refuse,  ///< return an empty ticket at once, nothing changed (async_stats::refused)
+};
+
+/// What one batch of an async_unregister combined.
+struct async_batch_report {
+  std::size_t requests = 0;  ///< submit() calls it completes
+  std::size_t threads = 0;   ///< distinct threads among their submitters
+  batch_stats batch{};       ///< the rollback_many's own statistics (objects include dependents)
+};
+
+/// How an async_unregister batches. Every threshold counts requests pending (submitted, not yet
+/// taken by a batch); the budget counts requests not yet destroyed.
+struct async_options {
+  reclaim_mode mode = reclaim_mode::background_thread;
+  std::size_t batch_count = 4096;                ///< a batch starts at this many pending requests
+  std::size_t batch_bytes = std::size_t{4} << 20;  ///< ... or at this many pending bytes
+  /// ... or when the oldest pending request is this old, counted from the later of its submit and
+  /// the end of the previous batch (see the file comment). 0: as soon as anything is pending.
+  std::chrono::microseconds max_age{1000};
+  std::size_t budget_bytes = std::size_t{64} << 20;  ///< charged bytes (submitted, not destroyed) at most
+  over_budget when_over_budget = over_budget::block;
+  /// Release the registry's writer lock during the batch's waits (rollback_many.hpp). Turn it off
+  /// only if a lock nests inside the writer lock; submitters then wait for the batches' GPs.
+  bool unlock_during_waits = true;
+  rollback_options rollback{};
+  /// Called after each batch on the thread that ran it, outside every lock of this object and of
+  /// the registry. Must not throw (an exception is caught and dropped).
+  std::function<void(const async_batch_report&)> on_batch{};
+};
+
+/// Totals of one async_unregister. Exact counts; each read is consistent on its own, the set is
+/// not one atomic snapshot while batches run. Latencies: request → end of its batch.
+struct async_stats {
+  std::uint64_t submitted = 0;        ///< requests accepted
+  std::uint64_t completed = 0;        ///< requests whose object was destroyed
+  std::uint64_t refused = 0;          ///< submits refused by the budget (over_budget::refuse)
+  std::uint64_t blocked_submits = 0;  ///< submits that blocked on the budget
+  std::uint64_t batches = 0;          ///< batches run (with at least one request)
+  std::uint64_t grace_periods = 0;    ///< GPs those batches waited for (batch_stats::grace_periods)
+  std::uint64_t objects = 0;          ///< objects destroyed by them, dependents included
+  std::size_t max_requests_per_batch = 0;
+  std::size_t max_threads_per_batch = 0;
+  std::size_t pending_count = 0;           ///< requests not yet destroyed, now
+  std::size_t pending_bytes = 0;           ///< their charged bytes, now
+  std::size_t pending_count_high_water = 0;
+  std::size_t pending_bytes_high_water = 0;
+  std::size_t blocked_now = 0;             ///< submitters blocked on the budget right now
+  std::chrono::nanoseconds latency_p50{};  ///< request → destroy, histogram bucket upper bound
+  std::chrono::nanoseconds latency_p99{};
+  std::chrono::nanoseconds latency_max{};  ///< exact
+  async_batch_report last_batch{};
+};
+
+template <class Registry>
+class async_unregister;
+
+/// What submit returns: names one request of one async_unregister. An empty ticket (operator
+/// bool false) says the submit was refused. Trivially copyable, compared by value.
+class unregister_ticket {
+ public:
+  unregister_ticket() noexcept = default;
+  /// True for an accepted request.
+  explicit operator bool() const noexcept { return sequence_ != 0; }
+  /// The request's number in its reclaimer, 1, 2, 3, ... in submit order (0: empty ticket).
+  std::uint64_t sequence() const noexcept { return sequence_; }
+  friend bool operator==(unregister_ticket, unregister_ticket) = default;
+
+ private:
+  template <class>
+  friend class async_unregister;
+  unregister_ticket(std::uint64_t seq, std::uint64_t owner) noexcept : sequence_(seq), owner_(owner) {}
+  std::uint64_t sequence_ = 0;
+  std::uint64_t owner_ = 0;
+};
+
+namespace detail {
+
+inline std::atomic<std::uint64_t> g_next_reclaimer_id{1};
+/// The async_unregister whose batch the calling thread is running (its hooks), if any.
+inline thread_local const void* t_running_batch_of = nullptr;
+
+/// A fixed log2 histogram of durations in ns: 64 octaves × 8 sub-buckets. Written here rather
+/// than taken from HdrHistogram: a header-only library takes no dependency for 40 lines, and the
+/// memory must be fixed (the issue's bound on bookkeeping).
+class latency_histogram {
+ public:
+  static constexpr unsigned kSub = 8;
+  void add(std::uint64_t ns) noexcept {
+    ++counts_[index_of(ns)];
+    ++total_;
+    max_ = std::max(max_, ns);
+  }
+  /// The upper bound of the bucket holding the q-quantile (0 < q ≤ 1); 0 when empty.
+  std::uint64_t quantile(double q) const noexcept {
+    if (total_ == 0) return 0;
+    const auto rank = static_cast<std::uint64_t>(q * static_cast<double>(total_) + 0.999999);
+    std::uint64_t seen = 0;
+    for (std::size_t i = 0; i < counts_.size(); ++i) {
+      seen += counts_[i];
+      if (seen >= rank && counts_[i] != 0) return std::min(upper_of(i), max_);
+    }
+    return max_;
+  }
+  std::uint64_t max() const noexcept { return max_; }
+
+ private:
+  static std::size_t index_of(std::uint64_t ns) noexcept {
+    if (ns < kSub) return static_cast<std::size_t>(ns);
+    const unsigned octave = 63u - static_cast<unsigned>(__builtin_clzll(ns));  // ≥ 3
+    const unsigned sub = static_cast<unsigned>((ns >> (octave - 3)) & (kSub - 1));
+    return static_cast<std::size_t>((octave - 2) * kSub + sub);
+  }
+  static std::uint64_t upper_of(std::size_t i) noexcept {
+    if (i < kSub) return i;
+    const unsigned octave = static_cast<unsigned>(i / kSub) + 2;
+    const std::uint64_t sub = i % kSub;
+    const std::uint64_t base = std::uint64_t{1} << octave;
+    const std::uint64_t step = base / kSub;
+    return base + (sub + 1) * step - 1;
+  }
+  std::array<std::uint64_t, 64 * kSub> counts_{};
+  std::uint64_t total_ = 0;
+  std::uint64_t max_ = 0;
+};
+
+/// The set of submitted objects not yet unlisted-or-skipped by a batch (see submitted_lane).
+using submitted_set = std::unordered_set<const void*>;
+
+// Forwarding mixins: the lane policy has exactly the hooks the registry's policy has (the hook
+// table is found by name, so an always-present forwarder would change what runs: a void uninit
+// forces grace period #2). D is the lane policy, which gives policy().
+template <class D, class P, class T, bool>
+struct fwd_close_many {};
+template <class D, class P, class T>
+struct fwd_close_many<D, P, T, true> {
+  void close_many(object_range<T> r) noexcept { static_cast<D*>(this)->policy().close_many(r); }
+};
+template <class D, class P, class T, int>
+struct fwd_notify {};
+template <class D, class P, class T>
+struct fwd_notify<D, P, T, 1> {
+  void notify(T& t, batch& b) noexcept { static_cast<D*>(this)->policy().notify(t, b); }
+};
+template <class D, class P, class T>
+struct fwd_notify<D, P, T, 2> {
+  void notify(T& t) noexcept { static_cast<D*>(this)->policy().notify(t); }
+};
+template <class D, class P, class T, bool>
+struct fwd_batch_notify {};
+template <class D, class P, class T>
+struct fwd_batch_notify<D, P, T, true> {
+  void batch_notify(batch& b) noexcept { static_cast<D*>(this)->policy().batch_notify(b); }
+};
+template <class D, class P, class T, int>
+struct fwd_uninit {};
+template <class D, class P, class T>
+struct fwd_uninit<D, P, T, 1> {
+  auto uninit(T& t, batch& b) noexcept -> decltype(std::declval<P&>().uninit(t, b)) {
+    return static_cast<D*>(this)->policy().uninit(t, b);
+  }
+};
+template <class D, class P, class T>
+struct fwd_uninit<D, P, T, 2> {
+  auto uninit(T& t) noexcept -> decltype(std::declval<P&>().uninit(t)) {
+    return static_cast<D*>(this)->policy().uninit(t);
+  }
+};
+template <class D, class P, class T, bool>
+struct fwd_destroy {};
+template <class D, class P, class T>
+struct fwd_destroy<D, P, T, true> {
+  void destroy(T* t) noexcept { static_cast<D*>(this)->policy().destroy(t); }
+};
+template <class D, class P, class T, bool>
+struct fwd_rebroadcast {};
+template <class D, class P, class T>
+struct fwd_rebroadcast<D, P, T, true> {
+  void rebroadcast(T& t) noexcept { static_cast<D*>(this)->policy().rebroadcast(t); }
+};
+template <class D, class P, class T, bool>
+struct fwd_name {};
+template <class D, class P, class T>
+struct fwd_name<D, P, T, true> {
+  decltype(auto) name(const T& t) { return static_cast<D*>(this)->policy().name(t); }
+};
+
+template <class P, class T>
+using hooks_of = policy_hooks<P, T>;
+
+/// The lane policy of an asynchronous batch: the registry's policy P, except that unlist skips
+/// the objects unlisted at submit (members of `submitted`, erased as they are skipped) and
+/// validate is absent (it ran at submit). Dependents that notify queues are unlisted by P.
+template <class P, class T>
+class submitted_lane
+    : public fwd_close_many<submitted_lane<P, T>, P, T, hooks_of<P, T>::has_close_many>,
+      public fwd_notify<submitted_lane<P, T>, P, T,
+                        hooks_of<P, T>::notify_b_ok ? 1 : (hooks_of<P, T>::notify_ok ? 2 : 0)>,
+      public fwd_batch_notify<submitted_lane<P, T>, P, T, hooks_of<P, T>::has_batch_notify>,
+      public fwd_uninit<submitted_lane<P, T>, P, T,
+                        hooks_of<P, T>::uninit_b_ok ? 1 : (hooks_of<P, T>::uninit_ok ? 2 : 0)>,
+      public fwd_destroy<submitted_lane<P, T>, P, T, hooks_of<P, T>::has_destroy>,
+      public fwd_rebroadcast<submitted_lane<P, T>, P, T, hooks_of<P, T>::has_rebroadcast>,
+      public fwd_name<submitted_lane<P, T>, P, T, hooks_of<P, T>::has_name> {
+  static_assert(hooks_of<P, T>::check());  // a misshapen hook is a compile error, never skipped
+
+ public:
+  submitted_lane(P& p, submitted_set& s) noexcept : p_(&p), submitted_(&s) {}
+  P& policy() noexcept { return *p_; }
+
+  void unlist(T& t) noexcept {
+    const void* key = static_cast<const registrable_base*>(&static_cast<registrable<T>&>(t));
+    if (submitted_->erase(key) != 0) return;  // unlisted by submit
+    hooks_of<P, T>{*p_}.unlist(t);
+  }
+
+ private:
+  P* p_;
+  submitted_set* submitted_;
+};
+
+/// The flavors a reclaimer thread registers with: the registry's, then each index's
+/// (Index::flavor_type of every policy's index_types), duplicates allowed (registrations nest).
+template <class I>
+struct flavor_of_index {
+  using type = std::tuple<>;
+};
+template <class I>
+  requires requires { typename I::flavor_type; }
+struct flavor_of_index<I> {
+  using type = std::tuple<typename I::flavor_type>;
+};
+template <class P>
+struct index_flavors_of {
+  using type = std::tuple<>;
+};
+template <class... Tuples>
+using tuple_cat_t = decltype(std::tuple_cat(std::declval<Tuples>()...));
+template <class Tuple>
+struct flavors_of_indexes;
+template <class... Is>
+struct flavors_of_indexes<std::tuple<Is...>> {
+  using type = tuple_cat_t<typename flavor_of_index<Is>::type...>;
+};
+template <class P>
+  requires requires { typename P::index_types; }
+struct index_flavors_of<P> {
+  using type = typename flavors_of_indexes<typename P::index_types>::type;
+};
+template <class Flavor, class... Policies>
+using thread_flavors_t = tuple_cat_t<std::tuple<Flavor>, typename index_flavors_of<Policies>::type...>;
+
+template <class Tuple>
+struct thread_registrations;
+template <class... Fs>
+struct thread_registrations<std::tuple<Fs...>> {
+  std::tuple<thread_registration<Fs>...> registrations;
+};
+
+/// QSBR: takes the thread offline for a blocking wait in each quiescent-state-based flavor it
+/// is registered with (an online qsbr thread stalls every grace period of that flavor).
+template <class F>
+struct offline_if_registered {
+  offline_if_registered() noexcept {
+    if constexpr (F::quiescent_state_based) {
+      if (reader<F>.registered() && reader<F>.read_depth == 0) scope.emplace();
+    }
+  }
+  std::optional<offline_scope<F>> scope;
+};
+template <class Tuple>
+struct offline_for_wait;
+template <class... Fs>
+struct offline_for_wait<std::tuple<Fs...>> {
+  std::tuple<offline_if_registered<Fs>...> scopes;
+};
+
+template <class P, class T>
+concept has_pending_bytes = requires(P& p, const T& t) {
+  { p.pending_bytes(t) } -> std::convertible_to<std::size_t>;
+};
+
+}  // namespace detail
+
+/// An asynchronous unregister over a registry (see the file comment): declared for every
+/// Registry above, defined for basic_registry<Flavor, Lockable, Policies...>.
+template <class Flavor, class Lockable, class... Policies>
+class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
+ public:
+  using registry_type = basic_registry<Flavor, Lockable, Policies...>;
+  using flavor_type = Flavor;
+  using clock = std::chrono::steady_clock;
+
+ private:
+  static constexpr std::size_t kTypes = sizeof...(Policies);
+  using pending_queues = std::tuple<unreg_queue<typename Policies::object_type>...>;
+  template <class U>
+  static constexpr std::size_t slot_of() {
+    using T = registrable_type_t<U>;
+    constexpr std::size_t k = detail::position_of<T, typename Policies::object_type...>();
+    static_assert(k < kTypes, "rcubatch::async_unregister: no policy of the registry handles the object's type");
+    return k;
+  }
+  template <std::size_t K>
+  using policy_at = std::tuple_element_t<K, std::tuple<Policies...>>;
+  template <std::size_t K>
+  using object_at = typename policy_at<K>::object_type;
+
+ public:
+  /// Effects: a reclaimer for `registry` (kept by reference: it must outlive this object); in
+  /// background_thread mode starts its thread (registered with Flavor).
+  /// Requires: at most one async_unregister per registry; the thresholds are ≥ 1 (batch_count,
+  /// batch_bytes; budget_bytes ≥ 1), else std::invalid_argument.
+  /// Throws: std::invalid_argument as above; std::system_error if the thread cannot start.
+  /// Complexity: O(1). Blocking: never.
+  explicit async_unregister(registry_type& registry, async_options options = {})
+      : registry_(registry), options_(std::move(options)) {
+    if (options_.batch_count == 0 || options_.batch_bytes == 0 || options_.budget_bytes == 0)
+      throw std::invalid_argument(
+          "rcubatch::async_unregister: batch_count, batch_bytes and budget_bytes must be at least 1");
+    if (options_.mode == reclaim_mode::background_thread) thread_ = std::thread([this] { reclaimer_loop(); });
+  }
+  async_unregister(const async_unregister&) = delete;
+  async_unregister& operator=(const async_unregister&) = delete;
+
+  /// Effects: drain() (every submitted object is destroyed), then stops the background thread.
+  /// Requires: no other thread calls a member meanwhile or afterwards; called outside read-side
+  /// sections of Flavor (a destructor cannot refuse: drained anyway, after a report).
+  /// Blocking: until the pending batches ran. Throws: nothing.
+  ~async_unregister() {
+    drain_noexcept();
+    {
+      std::scoped_lock lock(m_);
+      stop_ = true;
+    }
+    work_cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  /// Requires: obj (a T of one of the registry's policies, or derived from it) is registered in
+  /// this registry and was not submitted before; the caller is registered with Flavor (and the
+  /// indexes' flavor), outside read-side sections, and not inside a hook of a running batch that
+  /// holds the writer lock (destroy is fine).
+  /// Effects: charges obj's bytes against the budget (blocking or refusing, see the file
+  /// comment), then under the writer lock runs the policy's validate and unlist (lookups miss
+  /// obj from here on), records the request and returns its ticket. obj is destroyed later, by
+  /// a batch. Refused (empty ticket, nothing changed): over_budget::refuse and the budget full;
+  /// misuse under misuse_policy::report.
+  /// Throws: misuse_error (throw_error) for the misuse above; what validate throws;
+  /// std::bad_alloc — in each case nothing changed.
+  /// Complexity: O(1) expected (one side-set insert, the policy's validate and unlist).
+  /// Blocking: the writer lock (never held by a batch through a grace period unless
+  /// unlock_during_waits is off); the budget under over_budget::block. Never a grace period.
+  template <class U>
+  unregister_ticket submit(U& obj) {
+    constexpr std::size_t k = slot_of<U>();
+    using T = object_at<k>;
+    T& t = static_cast<T&>(obj);
+    if (!outside_read_section("submit")) return {};
+    const std::size_t bytes = bytes_of<k>(t);
+    if (!reserve(bytes)) return {};
+    try {
+      std::unique_lock<Lockable> lock(registry_.writer_lock(), std::defer_lock);
+      lock_offline(lock);
+      unreg_queue<T>& q = std::get<k>(queues_[current_]);
+      if (q.contains(t)) {
+        detail::diagnose(misuse_kind::already_unregistering,
+                         "async_unregister::submit: the object was already submitted and its batch has not run; "
+                         "submit each object once");
+        unreserve(bytes);
+        return {};
+      }
+      if (!q.push(t)) {  // not registered, in a batch, or in another queue: diagnosed there
+        unreserve(bytes);
+        return {};
+      }
+      const void* key = static_cast<const detail::registrable_base*>(&static_cast<registrable<T>&>(t));
+      try {
+        if constexpr (detail::hooks_of<policy_at<k>, T>::has_validate)
+          registry_.template policy<policy_at<k>>().validate(t);
+        generation& g = generations_[current_];
+        g.submit_times.reserve(g.submit_times.size() + 1);
+        g.threads.insert(std::this_thread::get_id());
+        submitted_.insert(key);
+        g.submit_times.push_back(clock::now());
+      } catch (...) {
+        q.remove(t);
+        throw;
+      }
+      // --- nothing below throws ---
+      detail::hooks_of<policy_at<k>, T>{registry_.template policy<policy_at<k>>()}.unlist(t);
+      std::uint64_t seq;
+      bool wake = false;
+      {
+        std::scoped_lock state(m_);
+        seq = ++issued_;
+        ++pending_;
+        pending_bytes_ += bytes;
+        generations_[current_].bytes += bytes;
+        if (pending_ == 1) oldest_ = generations_[current_].submit_times.front();
+        high_water_count_ = std::max(high_water_count_, outstanding_count());
+        if (detail::t_running_batch_of == this) ++hook_submits_;
+        wake = pending_ == 1 || pending_ >= options_.batch_count || pending_bytes_ >= options_.batch_bytes;
+      }
+      if (wake) {
+        work_cv_.notify_all();
+        done_cv_.notify_all();  // a manual submitter blocked on the budget may now run the batch
+      }
+      return unregister_ticket(seq, id_);
+    } catch (...) {
+      unreserve(bytes);
+      throw;
+    }
+  }
+
+  /// Effects: true once the ticket's object has been destroyed. Never blocks, never runs a batch.
+  /// Misuse (foreign_cookie): an empty ticket, another reclaimer's, or one not issued yet —
+  /// throw_error throws; under report answers true.
+  /// Throws: misuse_error as above. Complexity: O(1) (one mutex).
+  bool poll(unregister_ticket t) {
+    if (!check_ticket(t, "poll")) return true;
+    std::scoped_lock lock(m_);
+    return completed_ >= t.sequence_;
+  }
+
+  /// Effects: returns once the ticket's object has been destroyed. Does not force a batch: it
+  /// waits for one to become due (thresholds, age); in manual mode the caller runs it then.
+  /// Requires: outside read-side sections; not from a hook of this reclaimer's batches.
+  /// Misuse: as poll (then returns at once); inside a read-side section (blocking_in_read_section).
+  /// Throws: misuse_error as above; what a batch run on this thread throws (none: hooks after
+  /// validate are noexcept). Blocking: until the ticket's batch ends (≤ max_age + one batch
+  /// after the previous one, at steady state). Offline while blocked under qsbr.
+  void wait(unregister_ticket t) {
+    if (!check_ticket(t, "wait")) return;
+    if (!outside_read_section("wait")) return;
+    wait_until_completed(t.sequence_, false);
+  }
+
+  /// Effects: submit(obj) then wait for its ticket; concurrent callers combine into batches.
+  /// Returns false if the submit was refused (budget under over_budget::refuse, misuse under
+  /// report). Throws, Blocking: as submit and wait.
+  template <class U>
+  bool unregister(U& obj) {
+    const unregister_ticket t = submit(obj);
+    if (!t) return false;
+    wait_until_completed(t.sequence_, false);
+    return true;
+  }
+
+  /// Effects: runs batches now, without waiting for thresholds, until every request submitted
+  /// before the call — and every request submitted by this reclaimer's own hooks meanwhile (work
+  /// chained from destroy) — is destroyed. Cascades are in their parents' batches.
+  /// Requires: outside read-side sections (misuse blocking_in_read_section otherwise: refused).
+  /// Blocking: until then. Offline while blocked under qsbr. Throws: misuse_error as above.
+  void drain() {
+    if (!outside_read_section("drain")) return;
+    drain_noexcept();
+  }
+
+  /// Effects: runs one batch of every request pending now, on the calling thread (after the
+  /// running one, if any, ends). Returns the number of requests it completed (0: nothing pending).
+  /// Requires: outside read-side sections (else refused, 0). Any mode.
+  /// Blocking: the batch (≤ 2 GPs and its ref drain). Throws: misuse_error (read section).
+  std::size_t run_now() {
+    if (!outside_read_section("run_now")) return 0;
+    std::unique_lock lock(m_);
+    while (running_) wait_offline(done_cv_, lock);
+    return run_claimed(lock);
+  }
+
+  /// Effects: as run_now if a batch is due (a threshold crossed, a blocked submitter, a drain
+  /// waiting) and none is running; else returns 0 at once.
+  /// Complexity: O(1) when nothing is due. Blocking, Throws: as run_now.
+  std::size_t run_if_due() {
+    if (!outside_read_section("run_if_due")) return 0;
+    std::unique_lock lock(m_);
+    if (running_ || !due(clock::now())) return 0;
+    return run_claimed(lock);
+  }
+
+  /// Effects: the totals (async_stats). Complexity: O(histogram) = 512 reads. Blocking: short locks.
+  async_stats stats() const {
+    async_stats s;
+    {
+      std::scoped_lock lock(m_);
+      s = totals_;
+      s.submitted = issued_;
+      s.completed = completed_;
+      s.pending_count = outstanding_count();
+      s.pending_bytes = charged_bytes_;
+      s.pending_count_high_water = high_water_count_;
+      s.pending_bytes_high_water = high_water_bytes_;
+      s.blocked_now = blocked_now_;
+    }
+    std::scoped_lock lock(histogram_mutex_);
+    s.latency_p50 = std::chrono::nanoseconds(static_cast<std::int64_t>(latency_.quantile(0.50)));
+    s.latency_p99 = std::chrono::nanoseconds(static_cast<std::int64_t>(latency_.quantile(0.99)));
+    s.latency_max = std::chrono::nanoseconds(static_cast<std::int64_t>(latency_.max()));
+    return s;
+  }
+
+  /// The registry and the options given at construction. Throws: nothing.
+  registry_type& registry() noexcept { return registry_; }
+  const async_options& options() const noexcept { return options_; }
+
+ private:
+  /// The per-request data of the requests pending in one of the two queue sets.
+  struct generation {
+    std::vector<clock::time_point> submit_times;
+    std::unordered_set<std::thread::id> threads;
+    std::size_t bytes = 0;
+  };
+
+  template <std::size_t K, class T>
+  std::size_t bytes_of(const T& t) {
+    if constexpr (detail::has_pending_bytes<policy_at<K>, T>) {
+      return static_cast<std::size_t>(registry_.template policy<policy_at<K>>().pending_bytes(t));
+    } else {
+      return sizeof(T);
+    }
+  }
+
+  std::size_t outstanding_count() const noexcept { return static_cast<std::size_t>(issued_ - completed_); }
+
+  bool outside_read_section(const char* what) {
+    if (!in_read_section<Flavor>()) return true;
+    detail::diag_text msg("async_unregister::");
+    msg += what;
+    msg += " called inside a read-side section of ";
+    msg += Flavor::name;
+    msg += ": it takes the writer lock or waits for batches, which wait for this reader's grace period";
+    detail::diagnose(misuse_kind::blocking_in_read_section, msg.view());
+    return false;
+  }
+
+  bool check_ticket(unregister_ticket t, const char* what) {
+    std::uint64_t issued;
+    {
+      std::scoped_lock lock(m_);
+      issued = issued_;
+    }
+    if (t.owner_ == id_ && t.sequence_ != 0 && t.sequence_ <= issued) [[likely]]
+      return true;
+    detail::diag_text msg("async_unregister::");
+    msg += what;
+    if (t.sequence_ == 0) {
+      msg += ": the ticket is empty (its submit was refused): there is nothing to wait for";
+    } else if (t.owner_ != id_) {
+      msg += ": the ticket was issued by another async_unregister (#";
+      msg += t.owner_;
+      msg += "), not this one (#";
+      msg += id_;
+      msg += ")";
+    } else {
+      msg += ": ticket #";
+      msg += t.sequence_;
+      msg += " was never issued (the last one is #";
+      msg += issued;
+      msg += ")";
+    }
+    detail::diagnose(misuse_kind::foreign_cookie, msg.view());
+    return false;
+  }
+
+  using thread_flavors = detail::thread_flavors_t<Flavor, Policies...>;
+  static constexpr bool any_qsbr = []<class... Fs>(std::type_identity<std::tuple<Fs...>>) {
+    return (Fs::quiescent_state_based || ...);
+  }(std::type_identity<thread_flavors>{});
+  using offline_for_wait = detail::offline_for_wait<thread_flavors>;
+
+  template <class Lock>
+  static void lock_offline(Lock& lock) {
+    if constexpr (any_qsbr) {
+      offline_for_wait offline;
+      lock.lock();
+    } else {
+      lock.lock();
+    }
+  }
+
+  /// Charges `bytes`; false when refused. Blocks (block mode) until they fit.
+  bool reserve(std::size_t bytes) {
+    std::unique_lock lock(m_);
+    const bool from_own_hook = detail::t_running_batch_of == this;
+    if (!fits(bytes) && !from_own_hook) {
+      if (options_.when_over_budget == over_budget::refuse) {
+        ++totals_.refused;
+        return false;
+      }
+      ++totals_.blocked_submits;
+      ++blocked_now_;
+      work_cv_.notify_all();
+      while (!fits(bytes)) {
+        if (options_.mode == reclaim_mode::manual && !running_ && pending_ > 0) {
+          run_claimed(lock);
+          continue;
+        }
+        wait_offline(done_cv_, lock);
+      }
+      --blocked_now_;
+    }
+    charged_bytes_ += bytes;
+    high_water_bytes_ = std::max(high_water_bytes_, charged_bytes_);
+    return true;
+  }
+  bool fits(std::size_t bytes) const noexcept {
+    return charged_bytes_ == 0 || charged_bytes_ + bytes <= options_.budget_bytes;
+  }
+  void unreserve(std::size_t bytes) noexcept {
+    {
+      std::scoped_lock lock(m_);
+      charged_bytes_ -= bytes;
+    }
+    done_cv_.notify_all();
+  }
+
+  template <class Lock>
+  static void wait_offline(std::condition_variable& cv, Lock& lock) {
+    if constexpr (any_qsbr) {
+      offline_for_wait offline;
+      cv.wait(lock);
+    } else {
+      cv.wait(lock);
+    }
+  }
+  template <class Lock>
+  static void wait_offline_until(std::condition_variable& cv, Lock& lock, clock::time_point deadline) {
+    if constexpr (any_qsbr) {
+      offline_for_wait offline;
+      cv.wait_until(lock, deadline);
+    } else {
+      cv.wait_until(lock, deadline);
+    }
+  }
+
+  /// Requires: m_ held. A batch should start now (if none is running).
+  bool due(clock::time_point now) const noexcept {
+    if (pending_ == 0) return false;
+    if (pending_ >= options_.batch_count || pending_bytes_ >= options_.batch_bytes) return true;
+    if (blocked_now_ > 0 || flush_through_ > taken_ || stop_) return true;
+    return now >= age_deadline();
+  }
+  clock::time_point age_deadline() const noexcept { return std::max(oldest_, last_batch_end_) + options_.max_age; }
+
+  /// Blocks until completed_ ≥ seq; in manual mode runs the batches itself when due. `flush`:
+  /// make them due at once (drain).
+  void wait_until_completed(std::uint64_t seq, bool flush) {
+    std::unique_lock lock(m_);
+    if (flush && flush_through_ < seq) {
+      flush_through_ = seq;
+      work_cv_.notify_all();
+    }
+    while (completed_ < seq) {
+      if (options_.mode == reclaim_mode::manual && !running_) {
+        const auto now = clock::now();
+        if (due(now)) {
+          run_claimed(lock);
+          continue;
+        }
+        if (pending_ > 0) {
+          wait_offline_until(work_cv_, lock, age_deadline());
+          continue;
+        }
+      }
+      wait_offline(done_cv_, lock);
+    }
+  }
+
+  void drain_noexcept() noexcept {
+    try {
+      for (;;) {
+        std::uint64_t target, chained;
+        {
+          std::scoped_lock lock(m_);
+          target = issued_;
+          chained = hook_submits_;
+        }
+        wait_until_completed(target, true);
+        std::scoped_lock lock(m_);
+        if (hook_submits_ == chained) return;  // no batch submitted more meanwhile
+      }
+    } catch (...) {  // only a misuse under throw_error can get here; the work is still drained
+    }
+  }
+
+  void reclaimer_loop() noexcept {
+    detail::thread_registrations<thread_flavors> registrations;
+    std::unique_lock lock(m_);
+    for (;;) {
+      if (stop_ && pending_ == 0) return;
+      const auto now = clock::now();
+      if (!running_ && due(now)) {
+        try {
+          run_claimed(lock);
+        } catch (...) {  // misuse under throw_error from a batch: nothing else throws here
+          if (!lock.owns_lock()) lock.lock();
+        }
+        continue;
+      }
+      if (pending_ > 0 && !running_) {
+        wait_offline_until(work_cv_, lock, age_deadline());
+      } else {
+        wait_offline(work_cv_, lock);
+      }
+    }
+  }
+
+  /// One batch of everything pending. Requires: `state` holds m_ and no batch is running (the
+  /// caller checked running_): this claims the run, releases m_ for the batch, and holds m_ again
+  /// on return. Returns the requests completed (0: nothing was pending).
+  std::size_t run_claimed(std::unique_lock<std::mutex>& state) {
+    running_ = true;
+    state.unlock();
+    std::size_t requests = 0;
+    try {
+      requests = run_batch_unlocked();
+    } catch (...) {  // only misuse (a batch from a read-side section) can throw: release the claim
+      state.lock();
+      running_ = false;
+      done_cv_.notify_all();
+      work_cv_.notify_all();
+      throw;
+    }
+    state.lock();
+    return requests;
+  }
+
+  std::size_t run_batch_unlocked() {
+    std::unique_lock<Lockable> writer(registry_.writer_lock(), std::defer_lock);
+    lock_offline(writer);
+
+    std::size_t requests = 0;
+    std::uint64_t through = 0;
+    std::size_t bytes = 0;
+    const std::size_t gen = current_;
+    {
+      std::scoped_lock lock(m_);
+      if (pending_ == 0) {
+        running_ = false;
+        done_cv_.notify_all();
+        return 0;
+      }
+      requests = pending_;
+      through = issued_;
+      bytes = generations_[gen].bytes;
+      pending_ = 0;
+      pending_bytes_ = 0;
+      taken_ = through;
+      current_ ^= 1;
+    }
+    generation taken;
+    std::swap(taken, generations_[gen]);
+    check_side_set(gen);
+
+    async_batch_report report;
+    report.requests = requests;
+    report.threads = taken.threads.size();
+    {
+      struct running_mark {
+        const void* outer;
+        ~running_mark() { detail::t_running_batch_of = outer; }
+      } mark{std::exchange(detail::t_running_batch_of, static_cast<const void*>(this))};
+      report.batch = run_lanes(queues_[gen], std::index_sequence_for<Policies...>{});
+    }
+    writer.unlock();
+
+    const auto end = clock::now();
+    {
+      std::scoped_lock lock(histogram_mutex_);
+      for (const auto& t : taken.submit_times)
+        latency_.add(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(end - t).count()));
+    }
+    {
+      std::scoped_lock lock(m_);
+      completed_ = through;
+      charged_bytes_ -= bytes;
+      last_batch_end_ = end;
+      running_ = false;
+      ++totals_.batches;
+      totals_.grace_periods += report.batch.grace_periods;
+      totals_.objects += report.batch.objects;
+      totals_.max_requests_per_batch = std::max(totals_.max_requests_per_batch, requests);
+      totals_.max_threads_per_batch = std::max(totals_.max_threads_per_batch, report.threads);
+      totals_.last_batch = report;
+    }
+    done_cv_.notify_all();
+    work_cv_.notify_all();
+    if (options_.on_batch) {
+      try {
+        options_.on_batch(report);
+      } catch (...) {  // documented: dropped
+      }
+    }
+    return requests;
+  }
+
+  /// Requires: the writer lock. The side set must hold exactly the objects of queues_[gen]
+  /// (queues_[1 - gen] is empty now); another writer's cascade taking one leaves a stale entry.
+  void check_side_set(std::size_t gen) {
+    const std::size_t queued = std::apply([](const auto&... q) { return (q.size() + ... + 0); }, queues_[gen]);
+    if (queued == submitted_.size()) [[likely]]
+      return;
+    detail::submitted_set rebuilt;
+    rebuilt.reserve(queued);
+    std::apply(
+        [&](auto&... q) {
+          (
+              [&](auto& one) {
+                for (auto& obj : one)
+                  rebuilt.insert(static_cast<const detail::registrable_base*>(
+                      &static_cast<registrable<std::remove_cvref_t<decltype(obj)>>&>(obj)));
+              }(q),
+              ...);
+        },
+        queues_[gen]);
+    submitted_.swap(rebuilt);
+    detail::diagnose_noexcept(misuse_kind::queued_in_other_queue,
+                              "async_unregister: another writer's batch took over an object submitted here before "
+                              "its batch ran (a cascade reaching it): it was unlisted twice, and its ticket may have "
+                              "completed before that batch destroyed it");
+  }
+
+  template <std::size_t... K>
+  batch_stats run_lanes(pending_queues& q, std::index_sequence<K...>) {
+    auto lanes = std::make_tuple(
+        detail::submitted_lane<policy_at<K>, object_at<K>>(registry_.template policy<policy_at<K>>(), submitted_)...);
+    if (options_.unlock_during_waits) {
+      return rollback_many(registry_.domain(), unlock_during_waits<Lockable>(registry_.writer_lock()),
+                           options_.rollback, lane(std::get<K>(q), std::get<K>(lanes))...);
+    }
+    return rollback_many(registry_.domain(), options_.rollback, lane(std::get<K>(q), std::get<K>(lanes))...);
+  }
+
+  registry_type& registry_;
+  const async_options options_;
+  const std::uint64_t id_ = detail::g_next_reclaimer_id.fetch_add(1, std::memory_order_relaxed);
+
+  // Under the registry's writer lock: the two queue sets (submits fill queues_[current_], a
+  // batch empties the other), their per-request data, the side set.
+  pending_queues queues_[2];
+  generation generations_[2];
+  detail::submitted_set submitted_;
+  std::size_t current_ = 0;  // written under the writer lock and m_; read under either
+
+  // Under m_: the request counters and the state of the reclaimer.
+  mutable std::mutex m_;
+  std::condition_variable work_cv_;  // a batch may be due: the reclaimer (or a manual waiter)
+  std::condition_variable done_cv_;  // a batch ended: waiters, blocked submitters
+  std::uint64_t issued_ = 0;         // last ticket issued
+  std::uint64_t taken_ = 0;          // last ticket taken by a batch
+  std::uint64_t completed_ = 0;      // last ticket whose batch ended
+  std::uint64_t flush_through_ = 0;  // drain: batches are due until taken_ reaches it
+  std::uint64_t hook_submits_ = 0;   // submits made from this reclaimer's own hooks
+  std::size_t pending_ = 0;          // requests not yet taken (issued_ - taken_)
+  std::size_t pending_bytes_ = 0;    // their bytes
+  std::size_t charged_bytes_ = 0;    // bytes of requests not yet completed (and reservations)
+  std::size_t high_water_count_ = 0;
+  std::size_t high_water_bytes_ = 0;
+  std::size_t blocked_now_ = 0;
+  clock::time_point oldest_{};
+  clock::time_point last_batch_end_{};
+  bool running_ = false;
+  bool stop_ = false;
+  async_stats totals_{};
+
+  mutable std::mutex histogram_mutex_;
+  detail::latency_histogram latency_;
+
+  std::thread thread_;    // last: started after everything above is constructed
+};
+
+/// Deduction: `async_unregister reclaimer(registry);`
+template <class Flavor, class Lockable, class... Policies>
+async_unregister(basic_registry<Flavor, Lockable, Policies...>&) -> async_unregister<basic_registry<Flavor, Lockable, Policies...>>;
+template <class Flavor, class Lockable, class... Policies>
+async_unregister(basic_registry<Flavor, Lockable, Policies...>&, async_options)
+    -> async_unregister<basic_registry<Flavor, Lockable, Policies...>>;
+
+}  // namespace rcubatch
