@@ -71,6 +71,7 @@
 #include <rcubatch/index/lfht_index.hpp>
 #include <rcubatch/registry.hpp>
 
+#include "bench_registry.hpp"  // ping_pong: the VM's fast/slow cache-line state, as the teardown bench records it
 #include "latency_histogram.hpp"
 #include "sim_gp_flavor.hpp"
 
@@ -676,6 +677,9 @@ int main(int argc, char** argv) {
   rcubatch::thread_registration<memb> main_registration;  // thread 0 of every case is this thread
   g_cpus = make_cpu_plan(g_opt.pin);
   start_call_rcu_worker();
+  const rcubatch_bench::ping_pong_result pp = rcubatch_bench::ping_pong();
+  benchmark::AddCustomContext("ping_pong_ns_at_start", std::to_string(pp.best_ns));
+  benchmark::AddCustomContext("ping_pong_ns_mean_at_start", std::to_string(pp.mean_ns));
   benchmark::AddCustomContext("mw_cpus", g_cpus.text);
   benchmark::AddCustomContext("mw_objects_per_thread", std::to_string(g_opt.objects_per_thread));
   benchmark::AddCustomContext("mw_objects_per_thread_gp1ms", std::to_string(g_opt.objects_per_thread_gp1ms));
@@ -695,6 +699,8 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(gb_argc, args.data())) return 1;
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
+  const rcubatch_bench::ping_pong_result end = rcubatch_bench::ping_pong();
+  std::printf("ping-pong at end: %.0f ns best round, %.0f ns mean\n", end.best_ns, end.mean_ns);
   memb::barrier();  // liburcu 0.13.2 never stops its worker: nothing of ours may be left queued
   return 0;
 }
