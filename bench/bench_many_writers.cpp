@@ -151,7 +151,9 @@ struct case_counters {
   void freed(const mw_object& o) noexcept {
     destroy_latency.add(now_ns() - o.requested_ns);
     pending_bytes.fetch_sub(static_cast<std::int64_t>(kObjectBytes), std::memory_order_relaxed);
-    destroyed.fetch_add(1, std::memory_order_relaxed);
+    // Last, and release: the case reads `destroyed` (acquire) before the other counters once the
+    // drain / rcu_barrier returned, which ThreadSanitizer cannot see as an edge by itself.
+    destroyed.fetch_add(1, std::memory_order_release);
   }
 };
 std::atomic<case_counters*> g_case{nullptr};
@@ -166,7 +168,13 @@ struct mw_policy : rcubatch::indexed<mw_object, key_index> {
   void destroy(mw_object* o) noexcept { record_and_delete(o); }
 };
 
-void free_after_gp(rcu_head* h) { record_and_delete(reinterpret_cast<rcu_link*>(h)->owner); }
+/// The call_rcu callback (on liburcu's worker, after a memb GP). call_after_grace_period gives
+/// ThreadSanitizer the submitter -> callback edge but not the readers' one (the worker's GP is
+/// liburcu's own, which TSan cannot see), so the callback says that memb's GP ended.
+void free_after_gp(rcu_head* h) {
+  rcubatch::detail::tsan_grace_period_ended<memb>();
+  record_and_delete(reinterpret_cast<rcu_link*>(h)->owner);
+}
 
 // --- CPUs -----------------------------------------------------------------------------------------
 struct cpu_plan {

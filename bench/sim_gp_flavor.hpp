@@ -24,7 +24,8 @@
 // call liburcu's register twice, which liburcu 0.13.2 asserts against. Register threads with Base.
 // Each instantiation has its own counter (a static member per template instance).
 // Contracts: as flavor.hpp's rcu_flavor table; synchronize() Blocking: one Base GP, then until
-// MinMicros after its start. Throws: nothing.
+// MinMicros after its start. Throws: nothing. (It calls rcubatch::detail::tsan_grace_period_ended,
+// a detail of the library, because the wrapper's GP is Base's: see synchronize.)
 #pragma once
 
 #include <atomic>
@@ -50,6 +51,9 @@ struct timed_gp_flavor : Base {
   static void synchronize() noexcept {
     const auto t0 = std::chrono::steady_clock::now();
     Base::synchronize();
+    // ThreadSanitizer: readers release Base's token (they use read_guard<Base>) and grace_domain
+    // acquires this flavor's, so say here that Base's GP ended (a no-op without TSan).
+    rcubatch::detail::tsan_grace_period_ended<Base>();
     if constexpr (MinMicros > 0) std::this_thread::sleep_until(t0 + std::chrono::microseconds(MinMicros));
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - t0);
     count_.fetch_add(1, std::memory_order_relaxed);
