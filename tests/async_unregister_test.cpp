@@ -389,6 +389,39 @@ TEST_F(async_counting, the_budget_blocks_a_submitter_until_the_batch_holding_the
   EXPECT_EQ(book.total_destroyed(), 4);
 }
 
+TEST_F(async_counting, a_submit_returns_while_a_batch_is_inside_its_grace_period) {
+  // The batch releases the writer lock during its waits: a submitter is never held up by a GP.
+  // (With the lock held through the GP, the join below would never return.)
+  ledger book(4);
+  g_ledger = &book;
+  one_gp_registry reg;
+  async_unregister reclaimer(reg, manual());
+  ASSERT_TRUE(reclaimer.submit(*add_item(reg, 0)));
+  item* second = add_item(reg, 1);
+  std::latch in_gp(1);
+  g_in_gp = &in_gp;
+  g_gate_open = false;
+  CF::on_synchronize = &hold_gp_closed;
+  std::thread runner([&] {
+    thread_registration<flavor::memb> r;
+    EXPECT_EQ(reclaimer.run_now(), 1u);
+  });
+  in_gp.wait();
+  std::thread submitter([&] {
+    thread_registration<flavor::memb> r;
+    EXPECT_TRUE(reclaimer.submit(*second));
+  });
+  submitter.join();  // returned while grace period #1 is still in progress
+  EXPECT_FALSE(findable(reg, 1));
+  EXPECT_EQ(book.total_destroyed(), 0);
+  open_gate();
+  runner.join();
+  CF::on_synchronize = nullptr;
+  EXPECT_EQ(book.total_destroyed(), 1) << "the second request is for the next batch";
+  reclaimer.drain();
+  EXPECT_EQ(book.total_destroyed(), 2);
+}
+
 TEST_F(async_counting, a_manual_submitter_over_the_budget_runs_the_batch_itself) {
   ledger book(8);
   g_ledger = &book;
