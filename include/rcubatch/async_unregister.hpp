@@ -495,7 +495,8 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
         if constexpr (detail::hooks_of<policy_at<k>, T>::has_validate)
           registry_.template policy<policy_at<k>>().validate(t);
         generation& g = generations_[current_];
-        g.submit_times.reserve(g.submit_times.size() + 1);
+        if (g.submit_times.size() == g.submit_times.capacity())  // geometric: push_back below cannot throw
+          g.submit_times.reserve(std::max<std::size_t>(64, 2 * g.submit_times.capacity()));
         g.threads.insert(std::this_thread::get_id());
         submitted_.insert(key);
         g.submit_times.push_back(clock::now());
@@ -506,7 +507,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
       // --- nothing below throws ---
       detail::hooks_of<policy_at<k>, T>{registry_.template policy<policy_at<k>>()}.unlist(t);
       std::uint64_t seq;
-      bool wake = false;
+      bool wake = false, wake_blocked = false;
       {
         std::scoped_lock state(m_);
         seq = ++issued_;
@@ -516,12 +517,14 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
         if (pending_ == 1) oldest_ = generations_[current_].submit_times.front();
         high_water_count_ = std::max(high_water_count_, outstanding_count());
         if (detail::t_running_batch_of == this) ++hook_submits_;
-        wake = pending_ == 1 || pending_ >= options_.batch_count || pending_bytes_ >= options_.batch_bytes;
+        // Wake the reclaimer on the first request (it arms the age timer) and when a threshold is
+        // crossed, not on every request past it: a notify per submit costs more than the submit.
+        wake = pending_ == 1 || pending_ == options_.batch_count ||
+               (pending_bytes_ >= options_.batch_bytes && pending_bytes_ - bytes < options_.batch_bytes);
+        wake_blocked = blocked_now_ > 0;
       }
-      if (wake) {
-        work_cv_.notify_all();
-        done_cv_.notify_all();  // a manual submitter blocked on the budget may now run the batch
-      }
+      if (wake || wake_blocked) work_cv_.notify_all();
+      if (wake_blocked) done_cv_.notify_all();  // a manual submitter blocked on the budget may run the batch
       return unregister_ticket(seq, id_);
     } catch (...) {
       unreserve(bytes);

@@ -1,0 +1,730 @@
+// async_unregister: submit unlists at once and never runs a grace period; a batch combines every
+// pending request (exact GP counts with the counting flavor); every object destroyed exactly once
+// across threads; drain; the budget blocks (observed through stats) and refuses; cascades and the
+// dismantle flag inside combined batches; destruction with work pending; a qsbr reclaimer that is
+// offline while idle; misuse. No sleeps: latches, joins, and GPs held open by on_synchronize.
+#define RCUBATCH_INDEX_CHECKS 1
+#include <rcubatch/async_unregister.hpp>
+#include <rcubatch/dismantle.hpp>
+#include <rcubatch/index/lfht_index.hpp>
+#include <rcubatch/registry.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <latch>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "test_support.hpp"
+
+namespace rcubatch::test {
+namespace {
+
+using namespace std::chrono_literals;
+using CF = counting_flavor<struct async_unregister_test_tag>;
+
+struct item : registrable<item> {
+  explicit item(int i) : id(i) {}
+  int id;
+  lfht_hook<item> by_id;
+};
+using by_id = lfht_index<item, &item::by_id, key_member<&item::id>>;  // memb rculfhash
+
+/// Counts destroys per id (exactly once), and unlists per id (exactly once: the batch must not
+/// unlist what submit unlisted). Sized by the test before use.
+struct ledger {
+  std::vector<std::atomic<int>> destroyed;
+  std::vector<std::atomic<int>> unlisted;
+  explicit ledger(std::size_t n) : destroyed(n), unlisted(n) {}
+  int total_destroyed() const {
+    int n = 0;
+    for (const auto& d : destroyed) n += d.load();
+    return n;
+  }
+};
+ledger* g_ledger = nullptr;
+
+/// No uninit: a batch unlinks nothing after GP #1, so it costs one GP.
+struct items : indexed<item, by_id> {
+  void unlist(item& i) noexcept {
+    if (g_ledger) ++g_ledger->unlisted[static_cast<std::size_t>(i.id)];
+    indexed::unlist(i);
+  }
+  void destroy(item* i) noexcept {
+    if (g_ledger) ++g_ledger->destroyed[static_cast<std::size_t>(i->id)];
+    delete i;
+  }
+};
+/// A (void) uninit: the batch assumes it unlinked something: two GPs.
+struct items_with_uninit : items {
+  void uninit(item&) noexcept {}
+};
+/// Charges 100 bytes per request (the optional hook).
+struct hundred_byte_items : items {
+  std::size_t pending_bytes(const item&) const { return 100; }
+};
+
+using one_gp_registry = basic_registry<CF, std::mutex, items>;
+using two_gp_registry = basic_registry<CF, std::mutex, items_with_uninit>;
+
+item* add_item(auto& reg, int id) {
+  auto* it = new item(id);
+  EXPECT_TRUE(reg.add(*it));
+  return it;
+}
+
+template <class Registry>
+bool findable(Registry& reg, int id) {
+  read_guard<flavor::memb> guard;
+  return reg.template find<by_id>(guard, id) != nullptr;
+}
+
+async_options manual(std::chrono::microseconds age = std::chrono::hours(1)) {
+  async_options o;
+  o.mode = reclaim_mode::manual;
+  o.max_age = age;
+  return o;
+}
+
+class async_counting : public ::testing::Test {
+ protected:
+  void SetUp() override { CF::reset(); }
+  void TearDown() override {
+    CF::reset();
+    g_ledger = nullptr;
+  }
+  thread_registration<flavor::memb> reg_;  // the indexes are memb rculfhash tables
+};
+
+// --- combined batches: exact grace-period counts -------------------------------------------------
+
+/// kThreads threads submit kEach objects each; nothing runs until run_now: one batch, whose cost
+/// is the policy's (2 GPs with an uninit, 1 without), whatever the number of requests.
+template <class Registry>
+void combined_batch(unsigned expected_gps) {
+  constexpr int kThreads = 4, kEach = 25, kN = kThreads * kEach;
+  ledger book(kN);
+  g_ledger = &book;
+  Registry reg;
+  async_unregister reclaimer(reg, manual());
+  std::vector<item*> all;
+  for (int i = 0; i < kN; ++i) all.push_back(add_item(reg, i));
+
+  std::latch start(kThreads);
+  std::vector<std::thread> submitters;
+  std::atomic<int> missed_after_submit{0};
+  for (int t = 0; t < kThreads; ++t) {
+    submitters.emplace_back([&, t] {
+      thread_registration<flavor::memb> r;
+      start.arrive_and_wait();
+      for (int i = t * kEach; i < (t + 1) * kEach; ++i) {
+        ASSERT_TRUE(reclaimer.submit(*all[static_cast<std::size_t>(i)]));
+        if (!findable(reg, i)) ++missed_after_submit;  // unlisted by the call itself
+      }
+    });
+  }
+  for (auto& th : submitters) th.join();
+  EXPECT_EQ(missed_after_submit.load(), kN);
+  EXPECT_EQ(CF::synchronizes(), 0u) << "submit never waits for a grace period";
+  EXPECT_EQ(book.total_destroyed(), 0) << "nothing is destroyed before its batch";
+  EXPECT_EQ(reclaimer.stats().pending_count, static_cast<std::size_t>(kN));
+
+  EXPECT_EQ(reclaimer.run_now(), static_cast<std::size_t>(kN));
+  EXPECT_EQ(CF::synchronizes(), expected_gps);
+  const async_stats st = reclaimer.stats();
+  EXPECT_EQ(st.batches, 1u);
+  EXPECT_EQ(st.grace_periods, expected_gps);
+  EXPECT_EQ(st.last_batch.requests, static_cast<std::size_t>(kN));
+  EXPECT_EQ(st.last_batch.threads, static_cast<std::size_t>(kThreads));
+  EXPECT_EQ(st.last_batch.batch.objects, static_cast<std::size_t>(kN));
+  EXPECT_EQ(st.completed, static_cast<std::uint64_t>(kN));
+  EXPECT_EQ(st.pending_count, 0u);
+  EXPECT_EQ(st.pending_count_high_water, static_cast<std::size_t>(kN));
+  EXPECT_EQ(st.pending_bytes_high_water, kN * sizeof(item));
+  for (int i = 0; i < kN; ++i) {
+    EXPECT_EQ(book.destroyed[static_cast<std::size_t>(i)].load(), 1) << i;
+    EXPECT_EQ(book.unlisted[static_cast<std::size_t>(i)].load(), 1) << "unlisted once, at submit: " << i;
+  }
+  EXPECT_TRUE(reg.template index<by_id>().empty());
+  EXPECT_EQ(reclaimer.run_now(), 0u) << "nothing pending: no batch, no GP";
+  EXPECT_EQ(CF::synchronizes(), expected_gps);
+}
+
+TEST_F(async_counting, a_combined_batch_of_many_threads_costs_two_grace_periods) {
+  combined_batch<two_gp_registry>(2);
+}
+TEST_F(async_counting, a_combined_batch_that_unlinks_nothing_after_the_first_costs_one) {
+  combined_batch<one_gp_registry>(1);
+}
+
+TEST_F(async_counting, synchronous_callers_combine_through_wait) {
+  // Background thread; a batch starts only when all kThreads callers are pending (batch_count),
+  // never by age: every batch combines one request of each thread, so GPs = objects / kThreads.
+  constexpr int kThreads = 4, kEach = 20, kN = kThreads * kEach;
+  ledger book(kN);
+  g_ledger = &book;
+  one_gp_registry reg;
+  async_options o;
+  o.batch_count = kThreads;
+  o.max_age = std::chrono::hours(1);
+  async_unregister reclaimer(reg, o);
+  std::vector<item*> all;
+  for (int i = 0; i < kN; ++i) all.push_back(add_item(reg, i));
+  std::vector<std::thread> callers;
+  for (int t = 0; t < kThreads; ++t) {
+    callers.emplace_back([&, t] {
+      thread_registration<flavor::memb> r;
+      for (int k = 0; k < kEach; ++k) {
+        const int i = t * kEach + k;
+        ASSERT_TRUE(reclaimer.unregister(*all[static_cast<std::size_t>(i)]));
+        EXPECT_EQ(book.destroyed[static_cast<std::size_t>(i)].load(), 1) << "unregister returns after destroy";
+      }
+    });
+  }
+  for (auto& th : callers) th.join();
+  const async_stats st = reclaimer.stats();
+  EXPECT_EQ(st.completed, static_cast<std::uint64_t>(kN));
+  EXPECT_EQ(st.batches, static_cast<std::uint64_t>(kEach));
+  EXPECT_EQ(st.grace_periods, static_cast<std::uint64_t>(kEach)) << "1/" << kThreads << " GP per object";
+  EXPECT_EQ(st.max_requests_per_batch, static_cast<std::size_t>(kThreads));
+  EXPECT_EQ(st.max_threads_per_batch, static_cast<std::size_t>(kThreads));
+  EXPECT_GT(st.latency_max.count(), 0);
+  EXPECT_LE(st.latency_p50, st.latency_p99);
+  EXPECT_LE(st.latency_p99, st.latency_max);
+}
+
+// --- exactly once across threads (also run under TSan and ASan) ----------------------------------
+
+TEST_F(async_counting, every_object_is_destroyed_exactly_once_across_threads) {
+  constexpr int kThreads = 8, kEach = 400, kN = kThreads * kEach;
+  ledger book(kN);
+  g_ledger = &book;
+  two_gp_registry reg;
+  std::vector<item*> all;
+  for (int i = 0; i < kN; ++i) all.push_back(add_item(reg, i));
+  async_options o;
+  o.batch_count = 64;
+  o.max_age = 50us;
+  {
+    async_unregister reclaimer(reg, o);
+    std::latch start(kThreads);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        thread_registration<flavor::memb> r;
+        start.arrive_and_wait();
+        std::vector<unregister_ticket> tickets;
+        for (int i = t * kEach; i < (t + 1) * kEach; ++i) {
+          item& obj = *all[static_cast<std::size_t>(i)];
+          if (t % 2 == 0) {
+            tickets.push_back(reclaimer.submit(obj));  // asynchronous
+          } else if (i % 50 == 0) {
+            ASSERT_TRUE(reclaimer.unregister(obj));  // synchronous, mixed in
+          } else {
+            tickets.push_back(reclaimer.submit(obj));
+          }
+        }
+        for (auto tk : tickets) reclaimer.wait(tk);
+        for (auto tk : tickets) EXPECT_TRUE(reclaimer.poll(tk));
+      });
+    }
+    for (auto& th : threads) th.join();
+    const async_stats st = reclaimer.stats();
+    EXPECT_EQ(st.completed, static_cast<std::uint64_t>(kN));
+    EXPECT_EQ(st.objects, static_cast<std::uint64_t>(kN));
+    EXPECT_EQ(st.pending_count, 0u);
+    EXPECT_EQ(st.pending_bytes, 0u);
+    EXPECT_LE(st.grace_periods, 2 * st.batches);
+  }
+  for (int i = 0; i < kN; ++i) {
+    ASSERT_EQ(book.destroyed[static_cast<std::size_t>(i)].load(), 1) << i;
+    ASSERT_EQ(book.unlisted[static_cast<std::size_t>(i)].load(), 1) << i;
+  }
+  EXPECT_TRUE(reg.index<by_id>().empty());
+}
+
+// --- drain, chained work, destruction with work pending ------------------------------------------
+
+std::vector<item*>* g_chain_next = nullptr;  // destroying item i submits (*g_chain_next)[i], if any
+
+struct chaining_items : items {
+  void destroy(item* i) noexcept {
+    const auto k = static_cast<std::size_t>(i->id);
+    items::destroy(i);
+    if (g_chain_next != nullptr && k < g_chain_next->size() && (*g_chain_next)[k] != nullptr) {
+      item* next = std::exchange((*g_chain_next)[k], nullptr);
+      chain_submit(*next);
+    }
+  }
+  static inline void (*chain_submit)(item&) noexcept = nullptr;
+};
+
+TEST_F(async_counting, drain_leaves_nothing_pending_and_includes_chained_work) {
+  constexpr int kN = 40;
+  ledger book(2 * kN);
+  g_ledger = &book;
+  using chain_registry = basic_registry<CF, std::mutex, chaining_items>;
+  chain_registry reg;
+  async_unregister reclaimer(reg, manual());  // nothing is ever due by age
+  static async_unregister<chain_registry>* self = nullptr;
+  self = &reclaimer;
+  chaining_items::chain_submit = [](item& next) noexcept {
+    try {
+      EXPECT_TRUE(self->submit(next));  // from destroy: the writer lock is free, never budget-blocked
+    } catch (...) {
+      ADD_FAILURE() << "chained submit threw";
+    }
+  };
+  std::vector<item*> first, second(static_cast<std::size_t>(2 * kN), nullptr);
+  for (int i = 0; i < kN; ++i) first.push_back(add_item(reg, i));
+  for (int i = 0; i < kN; ++i) second[static_cast<std::size_t>(i)] = add_item(reg, kN + i);
+  g_chain_next = &second;
+
+  std::vector<unregister_ticket> tickets;
+  for (item* it : first) tickets.push_back(reclaimer.submit(*it));
+  EXPECT_FALSE(reclaimer.poll(tickets.front()));
+  EXPECT_EQ(reclaimer.run_if_due(), 0u) << "nothing due: max_age is an hour, batch_count 4096";
+  reclaimer.drain();
+  for (auto t : tickets) EXPECT_TRUE(reclaimer.poll(t));
+  EXPECT_EQ(book.total_destroyed(), 2 * kN) << "the objects submitted by destroy hooks are drained too";
+  const async_stats st = reclaimer.stats();
+  EXPECT_EQ(st.pending_count, 0u);
+  EXPECT_EQ(st.pending_bytes, 0u);
+  EXPECT_EQ(st.completed, static_cast<std::uint64_t>(2 * kN));
+  EXPECT_EQ(st.batches, 2u) << "the chained objects form the second batch";
+  EXPECT_TRUE(reg.index<by_id>().empty());
+  g_chain_next = nullptr;
+  chaining_items::chain_submit = nullptr;
+}
+
+TEST_F(async_counting, destroying_the_reclaimer_with_work_pending_destroys_it_all) {
+  constexpr int kN = 30;
+  ledger book(kN);
+  g_ledger = &book;
+  two_gp_registry reg;
+  for (auto mode : {reclaim_mode::manual, reclaim_mode::background_thread}) {
+    for (auto& d : book.destroyed) d = 0;
+    {
+      async_options o = manual();
+      o.mode = mode;  // background: never due by age or count either; only the destructor drains
+      async_unregister reclaimer(reg, o);
+      for (int i = 0; i < kN; ++i) ASSERT_TRUE(reclaimer.submit(*add_item(reg, i)));
+      EXPECT_EQ(book.total_destroyed(), 0);
+    }
+    EXPECT_EQ(book.total_destroyed(), kN) << "mode " << static_cast<int>(mode);
+    EXPECT_TRUE(reg.index<by_id>().empty());
+  }
+}
+
+// --- the memory budget ---------------------------------------------------------------------------
+
+std::latch* g_in_gp = nullptr;
+std::mutex g_gate_m;
+std::condition_variable g_gate_cv;
+bool g_gate_open = false;
+void hold_gp_closed() noexcept {
+  if (g_in_gp != nullptr) std::exchange(g_in_gp, nullptr)->count_down();
+  std::unique_lock l(g_gate_m);
+  g_gate_cv.wait(l, [] { return g_gate_open; });
+}
+void open_gate() {
+  {
+    std::scoped_lock l(g_gate_m);
+    g_gate_open = true;
+  }
+  g_gate_cv.notify_all();
+}
+
+TEST_F(async_counting, the_budget_blocks_a_submitter_until_the_batch_holding_the_bytes_ends) {
+  ledger book(8);
+  g_ledger = &book;
+  basic_registry<CF, std::mutex, hundred_byte_items> reg;
+  async_options o = manual();
+  o.budget_bytes = 300;  // three requests of 100 bytes
+  async_unregister reclaimer(reg, o);
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(reclaimer.submit(*add_item(reg, i)));
+  item* fourth = add_item(reg, 3);
+  EXPECT_EQ(reclaimer.stats().pending_bytes, 300u);
+
+  std::latch in_gp(1);
+  g_in_gp = &in_gp;
+  g_gate_open = false;
+  CF::on_synchronize = &hold_gp_closed;
+  std::thread runner([&] {
+    thread_registration<flavor::memb> r;
+    EXPECT_EQ(reclaimer.run_now(), 3u);  // blocks in its GP until the gate opens
+  });
+  in_gp.wait();  // the batch holding the 300 bytes is inside grace period #1
+
+  std::atomic<bool> returned{false};
+  unregister_ticket fourth_ticket;
+  std::thread submitter([&] {
+    thread_registration<flavor::memb> r;
+    fourth_ticket = reclaimer.submit(*fourth);
+    returned = true;
+  });
+  while (reclaimer.stats().blocked_now != 1) std::this_thread::yield();  // observed, not timed
+  EXPECT_FALSE(returned.load()) << "a submit over the budget must wait for the batch";
+  EXPECT_TRUE(findable(reg, 3)) << "a blocked submit has not unlisted its object yet";
+  EXPECT_EQ(reclaimer.stats().blocked_submits, 1u);
+
+  open_gate();  // the batch ends, its bytes are released, the submitter gets in
+  runner.join();
+  submitter.join();
+  CF::on_synchronize = nullptr;
+  EXPECT_TRUE(returned.load());
+  ASSERT_TRUE(fourth_ticket);
+  EXPECT_FALSE(findable(reg, 3));
+  const async_stats st = reclaimer.stats();
+  EXPECT_EQ(st.blocked_now, 0u);
+  EXPECT_EQ(st.pending_bytes_high_water, 300u) << "never above the budget";
+  EXPECT_EQ(st.pending_bytes, 100u);
+  reclaimer.drain();
+  EXPECT_EQ(book.total_destroyed(), 4);
+}
+
+TEST_F(async_counting, a_submit_returns_while_a_batch_is_inside_its_grace_period) {
+  // The batch releases the writer lock during its waits: a submitter is never held up by a GP.
+  // (With the lock held through the GP, the join below would never return.)
+  ledger book(4);
+  g_ledger = &book;
+  one_gp_registry reg;
+  async_unregister reclaimer(reg, manual());
+  ASSERT_TRUE(reclaimer.submit(*add_item(reg, 0)));
+  item* second = add_item(reg, 1);
+  std::latch in_gp(1);
+  g_in_gp = &in_gp;
+  g_gate_open = false;
+  CF::on_synchronize = &hold_gp_closed;
+  std::thread runner([&] {
+    thread_registration<flavor::memb> r;
+    EXPECT_EQ(reclaimer.run_now(), 1u);
+  });
+  in_gp.wait();
+  std::thread submitter([&] {
+    thread_registration<flavor::memb> r;
+    EXPECT_TRUE(reclaimer.submit(*second));
+  });
+  submitter.join();  // returned while grace period #1 is still in progress
+  EXPECT_FALSE(findable(reg, 1));
+  EXPECT_EQ(book.total_destroyed(), 0);
+  open_gate();
+  runner.join();
+  CF::on_synchronize = nullptr;
+  EXPECT_EQ(book.total_destroyed(), 1) << "the second request is for the next batch";
+  reclaimer.drain();
+  EXPECT_EQ(book.total_destroyed(), 2);
+}
+
+TEST_F(async_counting, a_manual_submitter_over_the_budget_runs_the_batch_itself) {
+  ledger book(8);
+  g_ledger = &book;
+  basic_registry<CF, std::mutex, hundred_byte_items> reg;
+  async_options o = manual();
+  o.budget_bytes = 200;
+  async_unregister reclaimer(reg, o);
+  for (int i = 0; i < 2; ++i) ASSERT_TRUE(reclaimer.submit(*add_item(reg, i)));
+  ASSERT_TRUE(reclaimer.submit(*add_item(reg, 2)));  // over: runs the pending batch, then fits
+  EXPECT_EQ(book.total_destroyed(), 2);
+  const async_stats st = reclaimer.stats();
+  EXPECT_EQ(st.blocked_submits, 1u);
+  EXPECT_EQ(st.batches, 1u);
+  EXPECT_LE(st.pending_bytes_high_water, 200u);
+}
+
+TEST_F(async_counting, the_refuse_option_returns_an_empty_ticket_and_changes_nothing) {
+  ledger book(8);
+  g_ledger = &book;
+  basic_registry<CF, std::mutex, hundred_byte_items> reg;
+  async_options o = manual();
+  o.budget_bytes = 200;
+  o.when_over_budget = over_budget::refuse;
+  async_unregister reclaimer(reg, o);
+  ASSERT_TRUE(reclaimer.submit(*add_item(reg, 0)));
+  ASSERT_TRUE(reclaimer.submit(*add_item(reg, 1)));
+  item* third = add_item(reg, 2);
+  const unregister_ticket refused = reclaimer.submit(*third);
+  EXPECT_FALSE(refused);
+  EXPECT_TRUE(findable(reg, 2)) << "refused: still listed";
+  EXPECT_EQ(third->state(), reg_state::registered);
+  EXPECT_FALSE(reclaimer.unregister(*third)) << "unregister is refused the same way";
+  EXPECT_EQ(reclaimer.stats().refused, 2u);
+  EXPECT_EQ(reclaimer.stats().pending_bytes, 200u);
+  EXPECT_EQ(reclaimer.run_now(), 2u);
+  EXPECT_TRUE(reclaimer.submit(*third)) << "accepted once the batch released the bytes";
+  reclaimer.drain();
+  EXPECT_EQ(book.total_destroyed(), 3);
+}
+
+// --- cascades and the dismantle flag inside combined batches -------------------------------------
+
+struct session;
+struct stream : registrable<stream> {
+  explicit stream(int i) : id(i) {}
+  int id;
+  lfht_hook<stream> by_id;
+};
+struct session : registrable<session> {
+  explicit session(int i) : id(i) {}
+  int id;
+  lfht_hook<session> by_id;
+  std::vector<stream*> streams;
+};
+using session_by_id = lfht_index<session, &session::by_id, key_member<&session::id>>;
+using stream_by_id = lfht_index<stream, &stream::by_id, key_member<&stream::id>>;
+
+struct cascade_log {
+  std::mutex m;
+  std::vector<std::string> destroyed;
+  std::vector<int> stream_unlists = std::vector<int>(1000, 0);
+  int not_dismantling = 0;
+  int elided = 0;
+};
+cascade_log* g_cascade = nullptr;
+grace_domain<CF>* g_cascade_domain = nullptr;
+
+struct session_policy : indexed<session, session_by_id> {
+  void notify(session& s, batch& b) noexcept {
+    for (stream* st : s.streams) b.queue(*st);
+  }
+  void uninit(session& s, batch&) noexcept {
+    if (!s.dismantling()) ++g_cascade->not_dismantling;
+    // A sub-component's own GP, skipped because the batch covers it (dismantle.hpp).
+    if (!synchronize_unless_dismantling(s, *g_cascade_domain)) ++g_cascade->elided;
+  }
+  void destroy(session* s) noexcept {
+    {
+      std::scoped_lock l(g_cascade->m);
+      g_cascade->destroyed.push_back("session " + std::to_string(s->id));
+    }
+    delete s;
+  }
+};
+struct stream_policy : indexed<stream, stream_by_id> {
+  void unlist(stream& st) noexcept {
+    ++g_cascade->stream_unlists[static_cast<std::size_t>(st.id)];
+    indexed::unlist(st);
+  }
+  void uninit(stream& st) noexcept {
+    if (!st.dismantling()) ++g_cascade->not_dismantling;
+  }
+  void destroy(stream* st) noexcept {
+    {
+      std::scoped_lock l(g_cascade->m);
+      g_cascade->destroyed.push_back("stream " + std::to_string(st->id));
+    }
+    delete st;
+  }
+};
+using cascade_registry = basic_registry<CF, std::mutex, session_policy, stream_policy>;
+
+session* open_session(cascade_registry& reg, int id, int n_streams) {
+  auto* s = new session(id);
+  for (int i = 0; i < n_streams; ++i) {
+    auto* st = new stream(id * 10 + i);
+    EXPECT_TRUE(reg.add(*st));
+    s->streams.push_back(st);
+  }
+  EXPECT_TRUE(reg.add(*s));
+  return s;
+}
+
+TEST_F(async_counting, cascades_and_the_dismantle_flag_inside_a_combined_batch) {
+  cascade_log log;
+  g_cascade = &log;
+  cascade_registry reg;
+  g_cascade_domain = &reg.domain();
+  async_unregister reclaimer(reg, manual());
+  constexpr int kSessions = 6, kStreams = 3;
+  std::vector<session*> sessions;
+  for (int i = 1; i <= kSessions; ++i) sessions.push_back(open_session(reg, i, kStreams));
+  stream* also_submitted = sessions[0]->streams[1];  // stream 11: submitted itself AND a dependent
+
+  std::vector<std::thread> submitters;
+  std::latch start(3);
+  for (int t = 0; t < 3; ++t) {
+    submitters.emplace_back([&, t] {
+      thread_registration<flavor::memb> r;
+      start.arrive_and_wait();
+      for (int i = t; i < kSessions; i += 3) ASSERT_TRUE(reclaimer.submit(*sessions[static_cast<std::size_t>(i)]));
+      if (t == 0) {
+        ASSERT_TRUE(reclaimer.submit(*also_submitted));
+      }
+    });
+  }
+  for (auto& th : submitters) th.join();
+  {
+    read_guard<flavor::memb> guard;
+    EXPECT_EQ(reg.find<session_by_id>(guard, 1), nullptr) << "sessions unlisted by submit";
+    EXPECT_NE(reg.find<stream_by_id>(guard, 10), nullptr) << "their streams are the batch's to unlist";
+    EXPECT_EQ(reg.find<stream_by_id>(guard, 11), nullptr);
+  }
+  EXPECT_EQ(CF::synchronizes(), 0u);
+
+  EXPECT_EQ(reclaimer.run_now(), static_cast<std::size_t>(kSessions + 1));
+  const async_stats st = reclaimer.stats();
+  EXPECT_EQ(st.batches, 1u);
+  EXPECT_EQ(st.grace_periods, 2u) << "a cascade of any depth stays at two GPs";
+  EXPECT_EQ(CF::synchronizes(), 2u) << "and the dismantle elisions ran none";
+  EXPECT_EQ(st.last_batch.threads, 3u);
+  EXPECT_EQ(st.last_batch.batch.objects, static_cast<std::size_t>(kSessions * (kStreams + 1)));
+  EXPECT_EQ(st.last_batch.batch.dependents_added, static_cast<std::size_t>(kSessions * kStreams - 1));
+  EXPECT_EQ(st.last_batch.batch.dismantle_elided, static_cast<unsigned>(kSessions));
+  EXPECT_EQ(log.elided, kSessions);
+  EXPECT_EQ(log.not_dismantling, 0) << "every object of the batch carries the dismantle flag";
+  for (int s = 1; s <= kSessions; ++s)
+    for (int i = 0; i < kStreams; ++i)
+      EXPECT_EQ(log.stream_unlists[static_cast<std::size_t>(s * 10 + i)], 1)
+          << "stream " << s * 10 + i << ": dependents unlisted by the batch, the submitted one by submit only";
+  EXPECT_TRUE(reg.index<session_by_id>().empty());
+  EXPECT_TRUE(reg.index<stream_by_id>().empty());
+  ASSERT_EQ(log.destroyed.size(), static_cast<std::size_t>(kSessions * (kStreams + 1)));
+  auto at = [&](const std::string& s) {
+    return std::find(log.destroyed.begin(), log.destroyed.end(), s) - log.destroyed.begin();
+  };
+  for (int s = 1; s <= kSessions; ++s)
+    for (int i = 0; i < kStreams; ++i)
+      if (s * 10 + i != 11) {
+        EXPECT_LT(at("stream " + std::to_string(s * 10 + i)), at("session " + std::to_string(s)));
+      }
+  g_cascade = nullptr;
+}
+
+// --- misuse --------------------------------------------------------------------------------------
+
+TEST_F(async_counting, misuse_fails_loudly_and_changes_nothing) {
+  one_gp_registry reg;
+  async_unregister reclaimer(reg, manual());
+  one_gp_registry other_reg;
+  async_unregister other(other_reg, manual());  // only to issue a foreign ticket
+
+  item never_added(1);
+  try {
+    (void)reclaimer.submit(never_added);
+    ADD_FAILURE() << "submit of an unregistered object";
+  } catch (const misuse_error& e) {
+    EXPECT_EQ(e.kind(), misuse_kind::not_registered);
+  }
+  EXPECT_EQ(reclaimer.stats().pending_bytes, 0u) << "its budget charge was returned";
+
+  item* a = add_item(reg, 2);
+  const unregister_ticket t = reclaimer.submit(*a);
+  ASSERT_TRUE(t);
+  try {
+    (void)reclaimer.submit(*a);
+    ADD_FAILURE() << "double submit";
+  } catch (const misuse_error& e) {
+    EXPECT_EQ(e.kind(), misuse_kind::already_unregistering);
+  }
+  EXPECT_EQ(reclaimer.stats().submitted, 1u);
+
+  item* b = add_item(reg, 3);
+  {
+    read_guard<CF> guard;
+    try {
+      (void)reclaimer.submit(*b);
+      ADD_FAILURE() << "submit inside a read-side section";
+    } catch (const misuse_error& e) {
+      EXPECT_EQ(e.kind(), misuse_kind::blocking_in_read_section);
+    }
+    try {
+      reclaimer.wait(t);
+      ADD_FAILURE() << "wait inside a read-side section";
+    } catch (const misuse_error& e) {
+      EXPECT_EQ(e.kind(), misuse_kind::blocking_in_read_section);
+    }
+  }
+  EXPECT_TRUE(findable(reg, 3));
+
+  item* c = add_item(other_reg, 4);
+  const unregister_ticket foreign = other.submit(*c);
+  for (unregister_ticket bad : {foreign, unregister_ticket{}}) {
+    try {
+      reclaimer.wait(bad);
+      ADD_FAILURE() << "wait on a foreign or empty ticket";
+    } catch (const misuse_error& e) {
+      EXPECT_EQ(e.kind(), misuse_kind::foreign_cookie);
+    }
+    EXPECT_THROW((void)reclaimer.poll(bad), misuse_error);
+  }
+  {
+    scoped_misuse_policy quiet(misuse_policy::report, [](misuse_kind, std::string_view) noexcept {});
+    EXPECT_TRUE(reclaimer.poll(foreign)) << "under report: answered as done, so nobody waits forever";
+    EXPECT_FALSE(reclaimer.submit(*a)) << "under report: refused";
+  }
+  reclaimer.drain();
+  EXPECT_TRUE(reclaimer.poll(t));
+  EXPECT_TRUE(reclaimer.submit(*b)) << "b is still registered: the refused submits changed nothing";
+  reclaimer.drain();
+}
+
+// --- the latency histogram -----------------------------------------------------------------------
+
+TEST(async_histogram, quantiles_are_bucket_bounds_within_an_eighth) {
+  detail::latency_histogram h;
+  EXPECT_EQ(h.quantile(0.5), 0u);
+  for (std::uint64_t v = 1; v <= 1000; ++v) h.add(v * 1000);  // 1 µs .. 1 ms
+  const auto p50 = h.quantile(0.50), p99 = h.quantile(0.99);
+  EXPECT_GE(p50, 500'000u);
+  EXPECT_LE(p50, 500'000u + 500'000u / 8);
+  EXPECT_GE(p99, 990'000u);
+  EXPECT_LE(p99, 1'000'000u);  // capped by the exact max
+  EXPECT_EQ(h.max(), 1'000'000u);
+}
+
+// --- qsbr: the reclaimer is offline while idle ---------------------------------------------------
+
+struct qitem : registrable<qitem> {
+  explicit qitem(int i) : id(i) {}
+  int id;
+  lfht_hook<qitem> by_id;
+};
+using qitem_by_id = lfht_index<qitem, &qitem::by_id, key_member<&qitem::id>, flavor::qsbr>;
+struct qitems : indexed<qitem, qitem_by_id> {
+  std::atomic<int> destroyed{0};
+  void destroy(qitem* q) noexcept {
+    ++destroyed;
+    delete q;
+  }
+};
+using qsbr_registry = basic_registry<flavor::qsbr, std::mutex, qitems>;
+
+TEST(async_qsbr, a_qsbr_writer_does_not_wait_for_an_idle_or_blocked_reclaimer) {
+  thread_registration<flavor::qsbr> reg_thread;  // online
+  qsbr_registry reg;
+  {
+    async_unregister reclaimer(reg);  // background thread: registered, idle
+    reg.domain().synchronize();       // would hang if the idle reclaimer stayed online
+    auto* a = new qitem(1);
+    ASSERT_TRUE(reg.add(*a));
+    ASSERT_TRUE(reclaimer.unregister(*a));
+    reg.domain().synchronize();  // idle again, offline again
+    EXPECT_EQ(reg.policy<qitems>().destroyed.load(), 1);
+  }
+  {
+    async_unregister reclaimer(reg, manual());
+    auto* b = new qitem(2);
+    ASSERT_TRUE(reg.add(*b));
+    const unregister_ticket t = reclaimer.submit(*b);
+    std::latch waiting(1);
+    std::thread waiter([&] {
+      thread_registration<flavor::qsbr> r;  // online, then blocked in wait: must go offline
+      waiting.count_down();
+      reclaimer.wait(t);
+    });
+    waiting.wait();
+    reg.domain().synchronize();  // must not hang, whether the waiter is blocked yet or not
+    reclaimer.drain();
+    waiter.join();
+    EXPECT_EQ(reg.policy<qitems>().destroyed.load(), 2);
+  }
+}
+
+}  // namespace
+}  // namespace rcubatch::test
