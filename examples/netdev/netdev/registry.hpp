@@ -37,6 +37,7 @@
 #include "netdev/netns.hpp"
 #include "netdev/notifier.hpp"
 #include "netdev/rcu_table.hpp"
+#include "netdev/unreg_mode.hpp"
 #include "netdev/unreg_policy.hpp"
 #include <rcubatch/batch.hpp>
 
@@ -44,8 +45,6 @@
 #include "netdev/vlan.hpp"
 
 namespace netdev {
-
-enum class unreg_mode { batched, legacy };
 
 /// What `ip link add` asks for.
 struct link_request {

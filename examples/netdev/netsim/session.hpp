@@ -13,20 +13,9 @@
 #include "netdev/registry.hpp"
 #include "netsim/interpreter.hpp"
 #include "netsim/script.hpp"
+#include "netsim/session_options.hpp"
 
 namespace netsim {
-
-struct session_options {
-  netdev::unreg_mode mode = netdev::unreg_mode::batched;
-  unsigned readers = 1;
-  bool force = false;
-  bool print_times = true;
-  /// Keep every `time` line's figures in session_result::timings (seed-table). Off, a stream of
-  /// any length runs in memory independent of its length.
-  bool record_times = true;
-  /// Flush `out` after each line (a pipe's reader sees each answer as its command runs).
-  bool flush_each_line = false;
-};
 
 struct session_result {
   bool ok = true;
