@@ -32,6 +32,8 @@
 #include <rcubatch.hpp>
 
 #include "netdev/fib_notifier.hpp"
+#include "netdev/link_ops.hpp"
+#include "netdev/link_request.hpp"
 #include "netdev/macvlan.hpp"
 #include "netdev/net_device.hpp"
 #include "netdev/netns.hpp"
@@ -45,20 +47,6 @@
 #include "netdev/vlan.hpp"
 
 namespace netdev {
-
-/// What `ip link add` asks for.
-struct link_request {
-  std::string name;
-  link_kind kind = link_kind::dummy;
-  std::string lower;         // vlan, macvlan
-  long vid = -1;             // vlan
-  tunnel_params tunnel{};    // ipip, gre
-  bool has_remote = false;
-  bool has_local = false;
-  bool vlan_8021ad = false;                       // vlan: `protocol 802.1ad`
-  macvlan_mode mode = macvlan_mode::vepa;         // macvlan: `mode M`
-  std::optional<unsigned> mtu;                    // `mtu N`; default 1500, a stacked device its lower's
-};
 
 /// What `ip link set` changes (all validated before any is applied).
 struct link_change {
@@ -170,8 +158,8 @@ class registry final : private grace_periods {
       if (std::string e = check_mtu(*dev, *ch.mtu); !e.empty()) return status::fail(e);
     const bool opening = ch.up && *ch.up && !dev->is_up();
     if (opening)
-      if (auto* v = std::get_if<vlan_link>(&dev->link); v != nullptr && !v->lower->is_up())
-        return status::fail("RTNETLINK answers: Network is down");
+      if (auto can_open = ops_of(*dev).can_open)
+        if (std::string e = can_open(*dev); !e.empty()) return status::fail(e);
     if (ch.mtu) set_mtu(*dev, *ch.mtu);
     if (opening) open_tree(*dev);
     if (ch.up && !*ch.up && dev->is_up()) close_tree(*dev);
@@ -183,7 +171,7 @@ class registry final : private grace_periods {
     net_device* dev = ns.find_locked(name);
     if (dev == nullptr) return status::fail("Cannot find device " + quoted_name(name));
     // lo has no rtnl_link_ops: rtnl_dellink answers EOPNOTSUPP.
-    if (dev->kind == link_kind::loopback) return status::fail("RTNETLINK answers: Operation not supported");
+    if (!ops_of(*dev).has_dellink) return status::fail("RTNETLINK answers: Operation not supported");
     rcubatch::unreg_queue<net_device> q;
     dellink(*dev, q);
     unregister(q);
@@ -442,32 +430,8 @@ class registry final : private grace_periods {
     net_device& dev = *owned;
     // ndo_init first: the link state is complete before any reader can find the device by name
     // or index (an xmit sender looks tunnels up by name and reads dev->link at once).
-    switch (req.kind) {
-      case link_kind::dummy:
-      case link_kind::loopback: break;
-      case link_kind::vlan:
-        vlan::init(dev, *lower, static_cast<std::uint16_t>(req.vid));
-        std::get<vlan_link>(dev.link).protocol_8021ad = req.vlan_8021ad;
-        break;
-      case link_kind::macvlan:
-        macvlan::init(dev, *lower, flavor_);
-        std::get<macvlan_link>(dev.link).mode = req.mode;
-        break;
-      case link_kind::ipip:
-      case link_kind::gre: {
-        auto& t = dev.link.emplace<tunnel_link>();
-        t.params = req.tunnel;
-        // Lockless xmit unless the tunnel stamps output sequences (seed 001); 2.6.32 had no LLTX.
-        t.lltx = mode_ == unreg_mode::batched && !req.tunnel.oseq;
-        dev.mtu = 1480;  // ipip: 1500 - 20; a gre header makes it 1476 (ip_tunnel_bind_dev)
-        if (req.kind == link_kind::gre) dev.mtu = req.tunnel.has_key ? 1472 : 1476;
-        break;
-      }
-    }
-    if (lower != nullptr) {
-      dev.lower_level = lower->lower_level + 1;
-      dev.mtu = lower->mtu;  // vlan_dev_init / macvlan_common_newlink inherit the lower MTU
-    }
+    if (auto setup = ops_of(req.kind).setup)
+      setup(dev, lower, req, link_context{.flavor = flavor_, .lltx_allowed = mode_ == unreg_mode::batched});
     if (req.mtu) dev.mtu = *req.mtu;
     next_ifindex_.fetch_add(1, std::memory_order_relaxed);
     owned.release();
@@ -482,7 +446,6 @@ class registry final : private grace_periods {
 
   /// register_netdevice's publication, for a device whose ndo_init is done. Cannot fail.
   void publish_device(netns& ns, net_device& dev) noexcept {
-    const link_kind kind = dev.kind;
     {
       rcubatch::read_guard<Flavor> section;  // rculfhash updates run inside a read-side section
       ns.publish(dev);
@@ -490,14 +453,7 @@ class registry final : private grace_periods {
     ns.grow_indexes();
     dev.mark_registered();
     // Then the secondary structures that lead readers to it (list_netdevice, then the link type's).
-    switch (kind) {
-      case link_kind::dummy:
-      case link_kind::loopback: break;
-      case link_kind::vlan: vlan::attach(dev); break;
-      case link_kind::macvlan: macvlan::attach(dev); break;
-      case link_kind::ipip:
-      case link_kind::gre: ns.tunnels(kind).add(dev); break;  // cannot fail: the key was checked free
-    }
+    if (auto attach = ops_of(dev).attach) attach(dev);
     notifiers_.notify({netdev_event_kind::registered, &dev, nullptr});
   }
 
@@ -540,39 +496,18 @@ class registry final : private grace_periods {
         req.name.find_first_of("/ \t\n\r\v\f:") != std::string::npos || req.name == "." || req.name == "..")
       return status::fail(quoted_name(req.name) + " is not a valid device name");
     if (ns.name_taken(req.name)) return status::fail("RTNETLINK answers: File exists (" + req.name + ")");
-    const bool stacked = req.kind == link_kind::vlan || req.kind == link_kind::macvlan;
-    if (!stacked && !req.lower.empty()) return status::fail(std::string(to_string(req.kind)) + " takes no lower device");
-    if (stacked) {
+    const link_ops& ops = ops_of(req.kind);
+    if (!ops.stacked && !req.lower.empty()) return status::fail(std::string(to_string(req.kind)) + " takes no lower device");
+    if (ops.stacked) {
       if (req.lower.empty()) return status::fail(std::string(to_string(req.kind)) + " needs \"link LOWER\"");
       lower = ns.find_locked(req.lower);
       if (lower == nullptr) return status::fail("Cannot find device " + quoted_name(req.lower));
-      // macvlan_common_newlink: a macvlan on a macvlan attaches to the real lower device.
-      if (req.kind == link_kind::macvlan)
-        if (auto* m = std::get_if<macvlan_link>(&lower->link)) lower = m->lower;
+      if (ops.real_lower != nullptr) lower = ops.real_lower(*lower);
       // __netdev_upper_dev_link: lower_level + the new device's upper_level (1) > MAX_NEST_DEV.
       if (lower->lower_level + 1 > kMaxNestDev) return status::fail("RTNETLINK answers: Too many links");
     }
-    if (req.kind == link_kind::vlan) {
-      if (req.vid < 0) return status::fail("vlan needs \"id N\"");
-      if (std::string e = vlan::check_newlink(*lower, req.vid); !e.empty()) return status::fail(e);
-    }
-    if (req.kind == link_kind::macvlan)
-      if (std::string e = macvlan::check_newlink(*lower); !e.empty()) return status::fail(e);
-    // vlan_newlink / macvlan_common_newlink: an MTU above the lower's is EINVAL; ip_tunnel_newlink: 68..65515.
-    if (req.mtu) {
-      if (lower != nullptr && *req.mtu > lower->mtu) return status::fail("RTNETLINK answers: Invalid argument");
-      if ((req.kind == link_kind::ipip || req.kind == link_kind::gre) && (*req.mtu < 68 || *req.mtu > 65515))
-        return status::fail("RTNETLINK answers: Invalid argument");
-    }
-    if (req.kind == link_kind::ipip || req.kind == link_kind::gre) {
-      if (!req.has_remote || !req.has_local) return status::fail("tunnel needs \"remote A local B\"");
-      if (req.kind == link_kind::ipip && (req.tunnel.has_key || req.tunnel.oseq))
-        return status::fail("ipip takes no key or oseq");
-      if (ns.tunnels(req.kind).contains(req.tunnel))
-        return status::fail("RTNETLINK answers: File exists (a tunnel with these endpoints and key)");
-    } else if (req.has_remote || req.has_local || req.tunnel.has_key || req.tunnel.oseq) {
-      return status::fail(std::string(to_string(req.kind)) + " takes no tunnel parameters");
-    }
+    if (ops.validate != nullptr)
+      if (std::string e = ops.validate(ns, req, lower); !e.empty()) return status::fail(e);
     return {};
   }
 
@@ -592,7 +527,7 @@ class registry final : private grace_periods {
     for (const net_device::address& a : d.addresses)
       for (auto& r : address_routes(d, a, false))
         if (!route_present(d, *r)) made.push_back(std::move(r));
-    if (d.kind == link_kind::macvlan) macvlan::open(d);
+    if (auto open = ops_of(d).open) open(d);  // ndo_open
     d.up.store(true, std::memory_order_release);
     if (add_lo_address) d.addresses.push_back(lo_address);
     for (auto& r : made) d.ns->routes().add(*r.release());
@@ -669,12 +604,7 @@ class registry final : private grace_periods {
 
   std::string check_mtu(const net_device& d, unsigned mtu) const {
     if (mtu > 0x7fffffffU) return "Error: mtu greater than device maximum.";
-    if (auto* v = std::get_if<vlan_link>(&d.link); v != nullptr && mtu > v->lower->mtu)
-      return "RTNETLINK answers: Numerical result out of range";  // vlan_dev_change_mtu: ERANGE
-    if (auto* m = std::get_if<macvlan_link>(&d.link); m != nullptr && mtu > m->lower->mtu)
-      return "RTNETLINK answers: Invalid argument";  // macvlan_change_mtu: EINVAL
-    if ((d.kind == link_kind::ipip || d.kind == link_kind::gre) && (mtu < 68 || mtu > 65515))
-      return "RTNETLINK answers: Invalid argument";  // ip_tunnel_change_mtu
+    if (auto change_mtu = ops_of(d).change_mtu) return change_mtu(d, mtu);
     return {};
   }
 
@@ -699,7 +629,7 @@ class registry final : private grace_periods {
   /// ndo_stop plus the state change; the macvlan unhash waits unless the device is dismantling.
   void stop_device(net_device& d) noexcept {
     notifiers_.notify({netdev_event_kind::going_down, &d, nullptr});
-    if (d.kind == link_kind::macvlan) macvlan::stop(d, *this);
+    if (auto stop = ops_of(d).stop) stop(d, *this);  // ndo_stop
     d.up.store(false, std::memory_order_release);
     notifiers_.notify({netdev_event_kind::down, &d, nullptr});
   }
@@ -772,8 +702,8 @@ class registry final : private grace_periods {
     // below, where a macvlan's hash_del pays its own grace period (+1): 2.6.32 had no dismantle
     // flag, so the batch runs with mark_dismantle = false.
     if (d.is_up()) domain_.synchronize();
-    if (d.kind == link_kind::vlan) {
-      domain_.synchronize();  // unregister_vlan_dev's per-VID synchronize_net
+    for (unsigned i = 0; i < ops_of(d).legacy_gps; ++i) {
+      domain_.synchronize();  // the type's own, e.g. unregister_vlan_dev's per-VID synchronize_net
       ++counters_.legacy_extra_gps;
     }
     rcubatch::rollback_options legacy = options_;
