@@ -1,5 +1,6 @@
-// netdev/registry.hpp — the network-device registry: namespaces, RTNL, notifiers, and unregistration
-// through rcubatch, batched (2.6.33+) or legacy (2.6.32, one device at a time), in one binary.
+// netdev/registry.hpp — the network-device registry: namespaces, commands, RTNL and notifiers;
+// unregistration goes to a strategy — batched (2.6.33+, netdev/batched_unreg.hpp) or the 2.6.32
+// emulation (netdev/legacy_unreg.hpp), chosen at construction (netsim --mode).
 //
 //   netdev::registry<rcubatch::flavor::memb> reg(netdev::unreg_mode::batched);
 //   reg.link_add(reg.init_net(), {.name = "dummy0", .kind = netdev::link_kind::dummy});
@@ -8,10 +9,8 @@
 //
 // Every command takes the writer lock (the RTNL analogue) for its whole run and either succeeds or
 // changes nothing: it validates first, then mutates. Unregistration goes through one path,
-// `unregister(queue)`: in batched mode a single rcubatch::rollback_many; in legacy mode each device
-// (its dependents first) alone, paying the grace periods 2.6.32 paid — 2 per device, +1 if it was
-// UP (dev_deactivate), +1 per vlan (unregister_vlan_dev), +1 per UP macvlan (hash_del) — as real,
-// counted domain.synchronize() calls.
+// `unregister(queue)`, which hands the queue to the strategy with the policy (unreg_policy.hpp).
+// Link-type specifics are in each type's link_ops table (link_ops.hpp).
 //
 // Thread safety: commands from any registered thread (they serialize on the writer lock); readers
 // use init_net() lookups inside a read_guard. The registry must outlive its readers.
@@ -39,8 +38,11 @@
 #include "netdev/netns.hpp"
 #include "netdev/notifier.hpp"
 #include "netdev/rcu_table.hpp"
+#include "netdev/registry_counters.hpp"
 #include "netdev/unreg_mode.hpp"
 #include "netdev/unreg_policy.hpp"
+#include "netdev/unreg_strategies.hpp"
+#include "netdev/unreg_strategy.hpp"
 #include <rcubatch/batch.hpp>
 
 #include "netdev/grace_periods.hpp"
@@ -68,24 +70,14 @@ struct status {
   static status fail(std::string e) { return status{std::move(e)}; }
 };
 
-/// Totals since the registry was created.
-struct registry_counters {
-  std::uint64_t batches = 0;              // rollback_many calls
-  std::uint64_t objects_unregistered = 0;
-  std::uint64_t gps_elided = 0;           // GPs a batch skipped (cookie already elapsed)
-  std::uint64_t dismantle_elided = 0;     // sub-component GPs skipped thanks to the dismantle flag
-  std::uint64_t legacy_extra_gps = 0;     // GPs the legacy path added to match 2.6.32
-  std::uint64_t max_lock_hold_ns = 0;     // longest writer-lock hold of one command
-  std::uint64_t stall_reports = 0;
-};
-
 template <class Flavor>
 class registry final : private grace_periods {
  public:
   using domain_type = rcubatch::grace_domain<Flavor>;
 
-  explicit registry(unreg_mode mode = unreg_mode::batched)
-      : mode_(mode), flavor_(&Flavor::table()), init_net_(std::make_unique<netns>("", flavor_)) {
+  /// Requires: `strategy` not null. Throws: std::bad_alloc.
+  explicit registry(std::unique_ptr<unreg_strategy<Flavor>> strategy)
+      : strategy_(std::move(strategy)), flavor_(&Flavor::table()), init_net_(std::make_unique<netns>("", flavor_)) {
     notifiers_.subscribe(vlan_cascade_);
     notifiers_.subscribe(macvlan_cascade_);
     notifiers_.subscribe(fib_);
@@ -106,10 +98,13 @@ class registry final : private grace_periods {
     domain_.barrier();  // rculfhash resizes free their buckets with call_rcu
   }
 
+  /// The strategy of `mode` (make_unreg_strategy).
+  explicit registry(unreg_mode mode = unreg_mode::batched) : registry(make_unreg_strategy<Flavor>(mode)) {}
+
   registry(const registry&) = delete;
   registry& operator=(const registry&) = delete;
 
-  unreg_mode mode() const noexcept { return mode_; }
+  unreg_mode mode() const noexcept { return strategy_->mode(); }
   domain_type& domain() noexcept { return domain_; }
   netns& init_net() noexcept { return *init_net_; }
   void set_drain_options(const rcubatch::drain_options& o) { options_.drain = o; }
@@ -431,7 +426,7 @@ class registry final : private grace_periods {
     // ndo_init first: the link state is complete before any reader can find the device by name
     // or index (an xmit sender looks tunnels up by name and reads dev->link at once).
     if (auto setup = ops_of(req.kind).setup)
-      setup(dev, lower, req, link_context{.flavor = flavor_, .lltx_allowed = mode_ == unreg_mode::batched});
+      setup(dev, lower, req, link_context{.flavor = flavor_, .lltx_allowed = strategy_->lltx_allowed()});
     if (req.mtu) dev.mtu = *req.mtu;
     next_ifindex_.fetch_add(1, std::memory_order_relaxed);
     owned.release();
@@ -653,79 +648,13 @@ class registry final : private grace_periods {
     dead.clear_and_dispose([](route* r) { delete r; });
   }
 
+  /// Every device of `q` and its dependents, by the strategy. Requires: the writer section.
   void unregister(rcubatch::unreg_queue<net_device>& q) {
     if (q.empty()) return;
-    if (mode_ == unreg_mode::batched) {
-      account(rcubatch::rollback_many(q, device_policy<Flavor>{*this}, domain_, options_));
-      return;
-    }
-    // Pop one at a time: unregistering a device frees its dependents, which may sit later in q.
-    while (!q.empty()) {
-      net_device& d = *q.begin();
-      q.remove(d);
-      unregister_legacy_tree(d, q);
-    }
+    strategy_->unregister(q, unreg_means<Flavor>{device_policy<Flavor>{*this}, domain_, options_, counters_, last_batch_});
   }
 
-  /// 2.6.32's rollback_registered(dev), dependents first (its vlan/macvlan notifiers unregistered
-  /// each upper device alone, with all of that device's grace periods). Iterative — an explicit
-  /// stack, depth-first, dependents in their list order — so no stack of devices, however built,
-  /// can overflow the thread's stack.
-  void unregister_legacy_tree(net_device& root, rcubatch::unreg_queue<net_device>& pending) {
-    struct frame {
-      net_device* dev;
-      bool expanded;
-    };
-    std::vector<frame> stack{{&root, false}};
-    while (!stack.empty()) {
-      frame& top = stack.back();
-      if (top.expanded) {
-        net_device* d = top.dev;
-        stack.pop_back();
-        unregister_legacy(*d);
-        continue;
-      }
-      top.expanded = true;
-      net_device* d = top.dev;  // `top` dies with the pushes below
-      std::vector<net_device*> deps = vlan::dependents(*d);
-      for (net_device* m : macvlan::dependents(*d)) deps.push_back(m);
-      for (auto it = deps.rbegin(); it != deps.rend(); ++it) {
-        pending.remove(**it);  // O(1); it goes now, with its lower device
-        stack.push_back({*it, false});
-      }
-    }
-  }
-
-  /// One device of the legacy path, its dependents already gone.
-  void unregister_legacy(net_device& d) {
-    // dev_close: dev_deactivate's grace period (+1 if UP). ndo_stop runs in the batch's close_many
-    // below, where a macvlan's hash_del pays its own grace period (+1): 2.6.32 had no dismantle
-    // flag, so the batch runs with mark_dismantle = false.
-    if (d.is_up()) domain_.synchronize();
-    for (unsigned i = 0; i < ops_of(d).legacy_gps; ++i) {
-      domain_.synchronize();  // the type's own, e.g. unregister_vlan_dev's per-VID synchronize_net
-      ++counters_.legacy_extra_gps;
-    }
-    rcubatch::rollback_options legacy = options_;
-    legacy.mark_dismantle = false;
-    const rcubatch::batch_stats s = rcubatch::unregister_one(d, device_policy<Flavor>{*this}, domain_, legacy);
-    account(s);
-    for (unsigned paid = s.grace_periods + s.gps_elided; paid < 2; ++paid) {
-      domain_.synchronize();  // 2.6.32 always ran both synchronize_net calls
-      ++counters_.legacy_extra_gps;
-    }
-  }
-
-  void account(const rcubatch::batch_stats& s) noexcept {
-    ++counters_.batches;
-    counters_.objects_unregistered += s.objects;
-    counters_.gps_elided += s.gps_elided;
-    counters_.dismantle_elided += s.dismantle_elided;
-    counters_.stall_reports += s.stall_reports;
-    last_batch_ = s;
-  }
-
-  const unreg_mode mode_;
+  const std::unique_ptr<unreg_strategy<Flavor>> strategy_;
   const rcu_flavor_struct* const flavor_;
   domain_type domain_;
   std::mutex rtnl_;

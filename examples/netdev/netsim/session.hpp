@@ -42,7 +42,7 @@ session_result run_session_with(Feed&& feed, variables vars, const session_optio
   session_result r;
   const auto start = std::chrono::steady_clock::now();
   {
-    netdev::registry<Flavor> reg(opt.mode);
+    netdev::registry<Flavor> reg(netdev::make_unreg_strategy<Flavor>(opt.mode));  // --mode: batched or the 2.6.32 emulation
     netdev::reader_pool<Flavor> readers(reg, opt.readers);
     interpreter<Flavor> interp(reg, vars, out, err, opt.force);
     interp.set_print_times(opt.print_times);
