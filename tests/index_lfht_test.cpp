@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <latch>
@@ -80,6 +81,50 @@ TYPED_TEST(lfht_index_test, add_unique_refuses_a_duplicate_key_and_keeps_the_fir
   EXPECT_EQ(index.size(), 1u);
   EXPECT_FALSE(dup.by_name.is_linked()) << "a refused object stays free to reuse";
   EXPECT_EQ(find_in_guard(index, std::string("alice")), &a);
+  EXPECT_TRUE(index.unlink(a));
+}
+
+/// The ids for_each_equal visits under `key`, in one read section (sorted: the table's order is
+/// the bit-reversed hash's, and duplicates keep their insertion order only by accident).
+template <class Index>
+std::vector<int> ids_equal_to(const Index& index, std::string_view key) {
+  std::vector<int> ids;
+  read_guard<typename Index::flavor_type> guard;
+  const std::size_t n = index.for_each_equal(key, [&](session& s) { ids.push_back(s.id); });
+  EXPECT_EQ(n, ids.size());
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+TYPED_TEST(lfht_index_test, add_links_duplicates_and_for_each_equal_visits_each_once) {
+  name_index<TypeParam> index;
+  for (int i = 1; i <= 3; ++i) ASSERT_TRUE(index.add(this->arena_.make("x", i)));
+  ASSERT_TRUE(index.add(this->arena_.make("y", 4)));
+  for (int i = 0; i < 40; ++i) ASSERT_TRUE(index.add(this->arena_.make("other" + std::to_string(i), 100 + i)));
+  EXPECT_EQ(index.size(), 44u);
+  EXPECT_EQ(ids_equal_to(index, "x"), (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(ids_equal_to(index, "y"), (std::vector<int>{4}));
+  EXPECT_EQ(ids_equal_to(index, "z"), (std::vector<int>{}));
+  session* one = find_in_guard(index, "x");
+  ASSERT_NE(one, nullptr);
+  EXPECT_EQ(one->name, "x") << "find returns one of the duplicates";
+  EXPECT_FALSE(index.add_unique(this->arena_.make("x", 5))) << "add_unique still refuses a taken key";
+  session& second = *this->arena_.all[1];
+  EXPECT_TRUE(index.unlink(second));
+  EXPECT_EQ(ids_equal_to(index, "x"), (std::vector<int>{1, 3})) << "unlinking one duplicate keeps the others";
+  for (auto& s : this->arena_.all) index.unlink(*s);
+  EXPECT_TRUE(index.empty());
+}
+
+TYPED_TEST(lfht_index_test, add_of_a_linked_object_is_diagnosed_and_changes_nothing) {
+  name_index<TypeParam> index;
+  session& a = this->arena_.make("alice", 1);
+  ASSERT_TRUE(index.add(a));
+  const unsigned long before = misuse_count(misuse_kind::register_twice);
+  EXPECT_THROW(index.add(a), misuse_error);
+  EXPECT_EQ(misuse_count(misuse_kind::register_twice), before + 1);
+  EXPECT_EQ(index.size(), 1u);
+  EXPECT_EQ(ids_equal_to(index, "alice"), (std::vector<int>{1}));
   EXPECT_TRUE(index.unlink(a));
 }
 
@@ -392,6 +437,8 @@ TEST_F(lfht_index_death, find_outside_a_read_guard_aborts_with_a_sentence) {
   name_index<flavor::memb> index;
   EXPECT_DEATH((void)index.find("alice"), "lfht_index::find: called outside a read_guard");
   EXPECT_DEATH((void)index.begin(), "lfht_index::begin: called outside a read_guard");
+  EXPECT_DEATH((void)index.for_each_equal("alice", [](session&) {}),
+               "lfht_index::for_each_equal: called outside a read_guard");
 }
 
 TEST(lfht_index_qsbr, an_update_from_an_offline_qsbr_thread_aborts) {

@@ -15,13 +15,16 @@
 //   }
 //   index.unlink(*s);                      // writer; free s only after a grace period
 //
+// A multi-index (several objects per key, e.g. routes of one prefix in different tables): link
+// with add() instead of add_unique(), and visit a key's objects with for_each_equal(key, f).
+//
 // The hook stores its owner, so lookups never need offsetof on T: types deriving from
 // registrable are not standard-layout, and container_of on them is not portable. Keys are read
 // through KeyOf (a functor `const T& -> key`), hashed with Hash and compared with KeyEqual; the
 // defaults handle strings (any type convertible to std::string_view, so a std::string key can be
 // looked up with a string_view or a literal) and integers or enums.
 //
-// Thread safety / memory ordering: updates (add_unique, add_or_replace, replace, unlink, resize)
+// Thread safety / memory ordering: updates (add_unique, add, add_or_replace, replace, unlink, resize)
 // come from one writer at a time (the registry's writer lock); find and iteration run concurrently
 // with them from any registered thread inside a read_guard<Flavor>. rculfhash needs the read lock
 // even for updates: the update members take it themselves (nesting inside the caller's guard is
@@ -260,6 +263,25 @@ class lfht_index {
     return true;
   }
 
+  /// Requires, Misuse, Complexity: as add_unique. Effects: links obj even if objects with an
+  /// equal key are linked (rculfhash's cds_lfht_add): the index becomes a multi-index for that
+  /// key — find returns one of them, for_each_equal visits them all. Returns false only on the
+  /// misuse (a linked hook). Blocking: never waits for a grace period.
+  bool add(T& obj) {
+    if (!check_unlinked(obj, "add")) return false;
+    lfht_hook<T>& h = obj.*Hook;
+    const unsigned long hv = hash_(key_of_(obj));
+    h.owner_ = &obj;
+    {
+      check_online("add");  // before the guard, which would bring an offline thread online
+      read_guard<Flavor> guard;
+      annotate_publish(&h.node_);
+      cds_lfht_add(table_, hv, &h.node_);
+    }
+    linked(h);
+    return true;
+  }
+
   /// Requires, Misuse, Complexity: as add_unique. Effects: links obj; an object with an equal key
   /// is unlinked in the same step (readers see one or the other, never neither) and returned, to
   /// be freed after a grace period; nullptr if there was none.
@@ -385,6 +407,26 @@ class lfht_index {
     if (n == nullptr) return nullptr;
     annotate_subscribe(n);
     return hook_of(n)->owner_;
+  }
+
+  /// Requires: inside a read_guard<Flavor> (checked). Effects: calls f(obj) for every linked
+  /// object whose key equals `key` (several after add), in the table's order; an object linked or
+  /// unlinked meanwhile may or may not be visited. Returns the number of calls. f must not update
+  /// this index. Complexity: O(1) expected plus one step per duplicate. Thread safety: as find.
+  template <class K, class F>
+  std::size_t for_each_equal(const K& key, F&& f) const {
+    check_read_section("for_each_equal");
+    const probe<K> p{this, &key};
+    cds_lfht_iter it;
+    std::size_t visited = 0;
+    cds_lfht_lookup(table_, hash_(key), &match_key<K>, &p, &it);
+    for (cds_lfht_node* n = cds_lfht_iter_get_node(&it); n != nullptr; n = cds_lfht_iter_get_node(&it)) {
+      annotate_subscribe(n);
+      ++visited;
+      f(*hook_of(n)->owner_);
+      cds_lfht_next_duplicate(table_, &match_key<K>, &p, &it);
+    }
+    return visited;
   }
 
   /// Iterates the linked objects in hash order (`for (T& obj : index)`). Requires: the whole loop
