@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Fuzz smoke, the last stage of .ci/run: builds tests/fuzz/netsim_fuzz with clang, libFuzzer,
+# Fuzz smoke, the last stage of .ci/run: builds examples/netdev/fuzz/netsim_fuzz with clang, libFuzzer,
 # ASan and UBSan over the whole tree (so the registry code is coverage-instrumented too), replays
 # the regression inputs, then fuzzes for FUZZ_SECONDS (default 60) from the seed scripts.
 #   .ci/fuzz-smoke.sh            # CI: 60 s
@@ -13,17 +13,17 @@ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Debug \
   -DCMAKE_CXX_FLAGS="-O1 -g -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined" \
   -DRCUBATCH_BUILD_TESTS=ON -DRCUBATCH_BUILD_EXAMPLES=ON -DRCUBATCH_BUILD_BENCH=OFF
 cmake --build "$build" --target netsim_fuzz -j "${JOBS:-2}"
-fuzzer="$build/tests/fuzz/netsim_fuzz"
-corpus="$build/tests/fuzz/corpus"
+fuzzer="$build/examples/netdev/fuzz/netsim_fuzz"
+corpus="$build/examples/netdev/fuzz/corpus"
 mkdir -p "$corpus"
-cp -n examples/netdev/scripts/* tests/fuzz/regressions/* "$corpus"/ 2>/dev/null || true
+cp -n examples/netdev/scripts/* examples/netdev/fuzz/regressions/* "$corpus"/ 2>/dev/null || true
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-"$fuzzer" -runs=0 tests/fuzz/regressions
+"$fuzzer" -runs=0 examples/netdev/fuzz/regressions
 # A fixed seed (FUZZ_SEED, default 1; 0 = random) makes CI explore the same mutation sequence each
 # run, so a red smoke points at a change, not at luck; the documented long runs use FUZZ_SEED=0.
 # -max_len: past the largest seed script (822 bytes, libFuzzer's default cap otherwise would be the
 # largest corpus file), so long lines and long scripts are explored without every input being huge.
 "$fuzzer" -seed="${FUZZ_SEED:-1}" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
   -max_len="${FUZZ_MAX_LEN:-32768}" \
-  -dict=tests/fuzz/netsim.dict -artifact_prefix="$build/tests/fuzz/" "$corpus"
+  -dict=examples/netdev/fuzz/netsim.dict -artifact_prefix="$build/examples/netdev/fuzz/" "$corpus"

@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <sched.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <latch>
@@ -80,6 +81,50 @@ TYPED_TEST(lfht_index_test, add_unique_refuses_a_duplicate_key_and_keeps_the_fir
   EXPECT_EQ(index.size(), 1u);
   EXPECT_FALSE(dup.by_name.is_linked()) << "a refused object stays free to reuse";
   EXPECT_EQ(find_in_guard(index, std::string("alice")), &a);
+  EXPECT_TRUE(index.unlink(a));
+}
+
+/// The ids for_each_equal visits under `key`, in one read section (sorted: the table's order is
+/// the bit-reversed hash's, and duplicates keep their insertion order only by accident).
+template <class Index>
+std::vector<int> ids_equal_to(const Index& index, std::string_view key) {
+  std::vector<int> ids;
+  read_guard<typename Index::flavor_type> guard;
+  const std::size_t n = index.for_each_equal(key, [&](session& s) { ids.push_back(s.id); });
+  EXPECT_EQ(n, ids.size());
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+TYPED_TEST(lfht_index_test, add_links_duplicates_and_for_each_equal_visits_each_once) {
+  name_index<TypeParam> index;
+  for (int i = 1; i <= 3; ++i) ASSERT_TRUE(index.add(this->arena_.make("x", i)));
+  ASSERT_TRUE(index.add(this->arena_.make("y", 4)));
+  for (int i = 0; i < 40; ++i) ASSERT_TRUE(index.add(this->arena_.make("other" + std::to_string(i), 100 + i)));
+  EXPECT_EQ(index.size(), 44u);
+  EXPECT_EQ(ids_equal_to(index, "x"), (std::vector<int>{1, 2, 3}));
+  EXPECT_EQ(ids_equal_to(index, "y"), (std::vector<int>{4}));
+  EXPECT_EQ(ids_equal_to(index, "z"), (std::vector<int>{}));
+  session* one = find_in_guard(index, "x");
+  ASSERT_NE(one, nullptr);
+  EXPECT_EQ(one->name, "x") << "find returns one of the duplicates";
+  EXPECT_FALSE(index.add_unique(this->arena_.make("x", 5))) << "add_unique still refuses a taken key";
+  session& second = *this->arena_.all[1];
+  EXPECT_TRUE(index.unlink(second));
+  EXPECT_EQ(ids_equal_to(index, "x"), (std::vector<int>{1, 3})) << "unlinking one duplicate keeps the others";
+  for (auto& s : this->arena_.all) index.unlink(*s);
+  EXPECT_TRUE(index.empty());
+}
+
+TYPED_TEST(lfht_index_test, add_of_a_linked_object_is_diagnosed_and_changes_nothing) {
+  name_index<TypeParam> index;
+  session& a = this->arena_.make("alice", 1);
+  ASSERT_TRUE(index.add(a));
+  const unsigned long before = misuse_count(misuse_kind::register_twice);
+  EXPECT_THROW(index.add(a), misuse_error);
+  EXPECT_EQ(misuse_count(misuse_kind::register_twice), before + 1);
+  EXPECT_EQ(index.size(), 1u);
+  EXPECT_EQ(ids_equal_to(index, "alice"), (std::vector<int>{1}));
   EXPECT_TRUE(index.unlink(a));
 }
 
@@ -392,6 +437,70 @@ TEST_F(lfht_index_death, find_outside_a_read_guard_aborts_with_a_sentence) {
   name_index<flavor::memb> index;
   EXPECT_DEATH((void)index.find("alice"), "lfht_index::find: called outside a read_guard");
   EXPECT_DEATH((void)index.begin(), "lfht_index::begin: called outside a read_guard");
+  EXPECT_DEATH((void)index.for_each_equal("alice", [](session&) {}),
+               "lfht_index::for_each_equal: called outside a read_guard");
+}
+
+// lfht_runtime_flavor: the same index with the flavor picked at run time (code that is not a
+// template over the flavor, such as netdev's link types).
+using runtime_name_index = lfht_index<session, &session::by_name, key_member<&session::name>, lfht_runtime_flavor>;
+
+template <class F>
+void runtime_flavor_round_trip() {
+  thread_registration<F> reg;
+  const lfht_runtime_flavor& rt = lfht_runtime_flavor::of<F>();
+  EXPECT_EQ(rt.name, F::name);
+  EXPECT_EQ(rt.table, &F::table());
+  EXPECT_EQ(&rt, &lfht_runtime_flavor::of<F>()) << "one description per flavor";
+  arena a;
+  runtime_name_index index(rt, lfht_options{.initial_buckets = 1});
+  for (int i = 0; i < 100; ++i) ASSERT_TRUE(index.add_unique(a.make("s" + std::to_string(i), i)));
+  ASSERT_TRUE(index.add(a.make("s7", 1000)));
+  EXPECT_FALSE(index.add_unique(a.make("s8", 1001)));
+  EXPECT_EQ(index.size(), 101u);
+  EXPECT_GE(index.buckets(), 128u) << "on_add growth runs through the runtime flavor's read lock";
+  {
+    read_guard<F> guard;
+    EXPECT_TRUE(rt.in_read_section());
+    session* s = index.find("s42");
+    ASSERT_NE(s, nullptr);
+    EXPECT_EQ(s->id, 42);
+    std::vector<int> ids;
+    EXPECT_EQ(index.for_each_equal("s7", [&](session& x) { ids.push_back(x.id); }), 2u);
+    std::sort(ids.begin(), ids.end());
+    EXPECT_EQ(ids, (std::vector<int>{7, 1000}));
+    std::size_t n = 0;
+    for (session& x : index) n += x.name.empty() ? 0 : 1;
+    EXPECT_EQ(n, 101u);
+  }
+  session* one = index.find_locked("s1");
+  ASSERT_NE(one, nullptr);
+  EXPECT_EQ(one->id, 1);
+  for (auto& s : a.all) index.unlink(*s);
+  EXPECT_TRUE(index.empty());
+}
+
+TEST(lfht_index_runtime, memb) { runtime_flavor_round_trip<flavor::memb>(); }
+TEST(lfht_index_runtime, qsbr) { runtime_flavor_round_trip<flavor::qsbr>(); }
+TEST(lfht_index_runtime, mb) { runtime_flavor_round_trip<flavor::mb>(); }
+TEST(lfht_index_runtime, bp) { runtime_flavor_round_trip<flavor::bp>(); }
+
+TEST(lfht_index_runtime, its_checks_are_the_compile_time_flavors) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  {
+    thread_registration<flavor::memb> reg;
+    runtime_name_index index(lfht_runtime_flavor::of<flavor::memb>());
+    EXPECT_DEATH((void)index.find("alice"), "lfht_index::find: called outside a read_guard");
+    EXPECT_DEATH((void)index.for_each_equal("alice", [](session&) {}),
+                 "lfht_index::for_each_equal: called outside a read_guard");
+  }
+  {
+    thread_registration<flavor::qsbr> reg;
+    runtime_name_index index(lfht_runtime_flavor::of<flavor::qsbr>());
+    session s("alice", 1);
+    offline_scope<flavor::qsbr> offline;
+    EXPECT_DEATH((void)index.add(s), "lfht_index::add: called from a qsbr thread that is offline");
+  }
 }
 
 TEST(lfht_index_qsbr, an_update_from_an_offline_qsbr_thread_aborts) {

@@ -2,6 +2,9 @@
 
 #include <cstring>
 
+#include "netdev/link_ops.hpp"
+#include "netdev/upper_device.hpp"
+
 namespace netdev {
 
 namespace {
@@ -56,10 +59,8 @@ void init(net_device& mv, net_device& lower, const rcu_flavor_struct* flavor) {
     lower.macvlans.store(port, std::memory_order_release);
   }
   auto& l = mv.link.emplace<macvlan_link>();
-  l.self = &mv;
-  l.lower = &lower;
   l.port = port;
-  lower.refs().hold();
+  upper_device::bind(mv, l, lower);
 }
 
 void attach(net_device& mv) noexcept { std::get<macvlan_link>(mv.link).port->attach(mv); }
@@ -78,8 +79,6 @@ bool uninit(net_device& mv, rcubatch::batch& batch) noexcept {
   return true;
 }
 
-void release_lower(net_device& mv) noexcept { std::get<macvlan_link>(mv.link).lower->refs().put(); }
-
 std::vector<net_device*> dependents(net_device& lower) {
   std::vector<net_device*> out;
   if (macvlan_port* p = lower.macvlans.load(std::memory_order_relaxed))
@@ -94,4 +93,36 @@ void cascade::on_event(const netdev_event& e) noexcept {
 }
 
 }  // namespace macvlan
+
+namespace {
+net_device* macvlan_real_lower(net_device& lower) noexcept {
+  // macvlan_common_newlink: a macvlan on a macvlan attaches to the real lower device.
+  if (auto* m = std::get_if<macvlan_link>(&lower.link)) return m->lower;
+  return &lower;
+}
+std::string macvlan_validate(netns&, const link_request& req, const net_device* lower) {
+  if (std::string e = macvlan::check_newlink(*lower); !e.empty()) return e;
+  return upper_device::validate_common(req, *lower);
+}
+void macvlan_setup(net_device& dev, net_device* lower, const link_request& req, const link_context& ctx) {
+  macvlan::init(dev, *lower, ctx.flavor);
+  std::get<macvlan_link>(dev.link).mode = req.mode;
+}
+std::string macvlan_change_mtu(const net_device& dev, unsigned mtu) {
+  // macvlan_change_mtu: EINVAL above the lower device's MTU.
+  return upper_device::above_lower_mtu(dev, mtu) ? "RTNETLINK answers: Invalid argument" : std::string();
+}
+}  // namespace
+
+const link_ops macvlan_link_ops{.stacked = true,
+                                .real_lower = macvlan_real_lower,
+                                .validate = macvlan_validate,
+                                .setup = macvlan_setup,
+                                .attach = macvlan::attach,
+                                .open = macvlan::open,
+                                .stop = macvlan::stop,
+                                .change_mtu = macvlan_change_mtu,
+                                .uninit = macvlan::uninit,
+                                .destructor = upper_device::release_lower};
+
 }  // namespace netdev

@@ -51,7 +51,7 @@ class macvlan_port : public rcubatch::retire_node {
 namespace macvlan {
 
 std::string check_newlink(const net_device& lower);
-/// ndo_init: the macvlan's link state (lower device; holds a reference on it). Before publication.
+/// ndo_init: the macvlan's link state (its port; upper_device::bind to the lower). Before publication.
 void init(net_device& mv, net_device& lower, const rcu_flavor_struct* flavor);
 /// After publication: joins (or creates) the lower device's port.
 void attach(net_device& mv) noexcept;
@@ -59,7 +59,6 @@ void open(net_device& mv);
 /// ndo_stop: unhash, then a grace period unless dismantling.
 void stop(net_device& mv, grace_periods& gps) noexcept;
 bool uninit(net_device& mv, rcubatch::batch& batch) noexcept;
-void release_lower(net_device& mv) noexcept;
 std::vector<net_device*> dependents(net_device& lower);
 
 class cascade final : public netdev_notifier {

@@ -60,9 +60,13 @@ struct device_list_node {
 };
 std::string to_string(const mac_address& m);
 
-struct vlan_link {
+/// The link state vlan and macvlan share as stacked devices (netdev/upper_device.hpp).
+struct upper_link {
   net_device* self = nullptr;
-  net_device* lower = nullptr;  // held (refs) for the vlan's lifetime, like dev_hold(real_dev)
+  net_device* lower = nullptr;  // held (refs) for the upper's lifetime, like dev_hold(real_dev)
+};
+
+struct vlan_link : upper_link {
   std::uint16_t vid = 0;
   bool protocol_8021ad = false;  // `protocol 802.1ad` (default 802.1Q)
   boost::intrusive::list_member_hook<> group_hook;  // vlan_group::members_; writer lock
@@ -73,10 +77,8 @@ enum class macvlan_mode : unsigned char { vepa, private_, bridge, passthru, sour
 std::string_view to_string(macvlan_mode m) noexcept;
 std::optional<macvlan_mode> parse_macvlan_mode(std::string_view s) noexcept;
 
-struct macvlan_link {
-  net_device* self = nullptr;
+struct macvlan_link : upper_link {
   macvlan_mode mode = macvlan_mode::vepa;
-  net_device* lower = nullptr;  // held for the macvlan's lifetime
   macvlan_port* port = nullptr;
   device_hash_node mac_node{};  // in the port's MAC hash while UP
   bool hashed = false;          // writer lock

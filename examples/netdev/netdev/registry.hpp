@@ -1,5 +1,6 @@
-// netdev/registry.hpp — the network-device registry: namespaces, RTNL, notifiers, and unregistration
-// through rcubatch, batched (2.6.33+) or legacy (2.6.32, one device at a time), in one binary.
+// netdev/registry.hpp — the network-device registry: namespaces, commands, RTNL and notifiers;
+// unregistration goes to a strategy — batched (2.6.33+, netdev/batched_unreg.hpp) or the 2.6.32
+// emulation (netdev/legacy_unreg.hpp), chosen at construction (netsim --mode).
 //
 //   netdev::registry<rcubatch::flavor::memb> reg(netdev::unreg_mode::batched);
 //   reg.link_add(reg.init_net(), {.name = "dummy0", .kind = netdev::link_kind::dummy});
@@ -8,10 +9,8 @@
 //
 // Every command takes the writer lock (the RTNL analogue) for its whole run and either succeeds or
 // changes nothing: it validates first, then mutates. Unregistration goes through one path,
-// `unregister(queue)`: in batched mode a single rcubatch::rollback_many; in legacy mode each device
-// (its dependents first) alone, paying the grace periods 2.6.32 paid — 2 per device, +1 if it was
-// UP (dev_deactivate), +1 per vlan (unregister_vlan_dev), +1 per UP macvlan (hash_del) — as real,
-// counted domain.synchronize() calls.
+// `unregister(queue)`, which hands the queue to the strategy with the policy (unreg_policy.hpp).
+// Link-type specifics are in each type's link_ops table (link_ops.hpp).
 //
 // Thread safety: commands from any registered thread (they serialize on the writer lock); readers
 // use init_net() lookups inside a read_guard. The registry must outlive its readers.
@@ -32,34 +31,24 @@
 #include <rcubatch.hpp>
 
 #include "netdev/fib_notifier.hpp"
+#include "netdev/link_ops.hpp"
+#include "netdev/link_request.hpp"
 #include "netdev/macvlan.hpp"
 #include "netdev/net_device.hpp"
 #include "netdev/netns.hpp"
 #include "netdev/notifier.hpp"
 #include "netdev/rcu_table.hpp"
+#include "netdev/registry_counters.hpp"
+#include "netdev/unreg_mode.hpp"
 #include "netdev/unreg_policy.hpp"
+#include "netdev/unreg_strategies.hpp"
+#include "netdev/unreg_strategy.hpp"
 #include <rcubatch/batch.hpp>
 
 #include "netdev/grace_periods.hpp"
 #include "netdev/vlan.hpp"
 
 namespace netdev {
-
-enum class unreg_mode { batched, legacy };
-
-/// What `ip link add` asks for.
-struct link_request {
-  std::string name;
-  link_kind kind = link_kind::dummy;
-  std::string lower;         // vlan, macvlan
-  long vid = -1;             // vlan
-  tunnel_params tunnel{};    // ipip, gre
-  bool has_remote = false;
-  bool has_local = false;
-  bool vlan_8021ad = false;                       // vlan: `protocol 802.1ad`
-  macvlan_mode mode = macvlan_mode::vepa;         // macvlan: `mode M`
-  std::optional<unsigned> mtu;                    // `mtu N`; default 1500, a stacked device its lower's
-};
 
 /// What `ip link set` changes (all validated before any is applied).
 struct link_change {
@@ -81,24 +70,14 @@ struct status {
   static status fail(std::string e) { return status{std::move(e)}; }
 };
 
-/// Totals since the registry was created.
-struct registry_counters {
-  std::uint64_t batches = 0;              // rollback_many calls
-  std::uint64_t objects_unregistered = 0;
-  std::uint64_t gps_elided = 0;           // GPs a batch skipped (cookie already elapsed)
-  std::uint64_t dismantle_elided = 0;     // sub-component GPs skipped thanks to the dismantle flag
-  std::uint64_t legacy_extra_gps = 0;     // GPs the legacy path added to match 2.6.32
-  std::uint64_t max_lock_hold_ns = 0;     // longest writer-lock hold of one command
-  std::uint64_t stall_reports = 0;
-};
-
 template <class Flavor>
 class registry final : private grace_periods {
  public:
   using domain_type = rcubatch::grace_domain<Flavor>;
 
-  explicit registry(unreg_mode mode = unreg_mode::batched)
-      : mode_(mode), flavor_(&Flavor::table()), init_net_(std::make_unique<netns>("", flavor_)) {
+  /// Requires: `strategy` not null. Throws: std::bad_alloc.
+  explicit registry(std::unique_ptr<unreg_strategy<Flavor>> strategy)
+      : strategy_(std::move(strategy)), flavor_(&Flavor::table()), init_net_(std::make_unique<netns>("", flavor_)) {
     notifiers_.subscribe(vlan_cascade_);
     notifiers_.subscribe(macvlan_cascade_);
     notifiers_.subscribe(fib_);
@@ -119,10 +98,13 @@ class registry final : private grace_periods {
     domain_.barrier();  // rculfhash resizes free their buckets with call_rcu
   }
 
+  /// The strategy of `mode` (make_unreg_strategy).
+  explicit registry(unreg_mode mode = unreg_mode::batched) : registry(make_unreg_strategy<Flavor>(mode)) {}
+
   registry(const registry&) = delete;
   registry& operator=(const registry&) = delete;
 
-  unreg_mode mode() const noexcept { return mode_; }
+  unreg_mode mode() const noexcept { return strategy_->mode(); }
   domain_type& domain() noexcept { return domain_; }
   netns& init_net() noexcept { return *init_net_; }
   void set_drain_options(const rcubatch::drain_options& o) { options_.drain = o; }
@@ -171,8 +153,8 @@ class registry final : private grace_periods {
       if (std::string e = check_mtu(*dev, *ch.mtu); !e.empty()) return status::fail(e);
     const bool opening = ch.up && *ch.up && !dev->is_up();
     if (opening)
-      if (auto* v = std::get_if<vlan_link>(&dev->link); v != nullptr && !v->lower->is_up())
-        return status::fail("RTNETLINK answers: Network is down");
+      if (auto can_open = ops_of(*dev).can_open)
+        if (std::string e = can_open(*dev); !e.empty()) return status::fail(e);
     if (ch.mtu) set_mtu(*dev, *ch.mtu);
     if (opening) open_tree(*dev);
     if (ch.up && !*ch.up && dev->is_up()) close_tree(*dev);
@@ -184,7 +166,7 @@ class registry final : private grace_periods {
     net_device* dev = ns.find_locked(name);
     if (dev == nullptr) return status::fail("Cannot find device " + quoted_name(name));
     // lo has no rtnl_link_ops: rtnl_dellink answers EOPNOTSUPP.
-    if (dev->kind == link_kind::loopback) return status::fail("RTNETLINK answers: Operation not supported");
+    if (!ops_of(*dev).has_dellink) return status::fail("RTNETLINK answers: Operation not supported");
     rcubatch::unreg_queue<net_device> q;
     dellink(*dev, q);
     unregister(q);
@@ -443,32 +425,8 @@ class registry final : private grace_periods {
     net_device& dev = *owned;
     // ndo_init first: the link state is complete before any reader can find the device by name
     // or index (an xmit sender looks tunnels up by name and reads dev->link at once).
-    switch (req.kind) {
-      case link_kind::dummy:
-      case link_kind::loopback: break;
-      case link_kind::vlan:
-        vlan::init(dev, *lower, static_cast<std::uint16_t>(req.vid));
-        std::get<vlan_link>(dev.link).protocol_8021ad = req.vlan_8021ad;
-        break;
-      case link_kind::macvlan:
-        macvlan::init(dev, *lower, flavor_);
-        std::get<macvlan_link>(dev.link).mode = req.mode;
-        break;
-      case link_kind::ipip:
-      case link_kind::gre: {
-        auto& t = dev.link.emplace<tunnel_link>();
-        t.params = req.tunnel;
-        // Lockless xmit unless the tunnel stamps output sequences (seed 001); 2.6.32 had no LLTX.
-        t.lltx = mode_ == unreg_mode::batched && !req.tunnel.oseq;
-        dev.mtu = 1480;  // ipip: 1500 - 20; a gre header makes it 1476 (ip_tunnel_bind_dev)
-        if (req.kind == link_kind::gre) dev.mtu = req.tunnel.has_key ? 1472 : 1476;
-        break;
-      }
-    }
-    if (lower != nullptr) {
-      dev.lower_level = lower->lower_level + 1;
-      dev.mtu = lower->mtu;  // vlan_dev_init / macvlan_common_newlink inherit the lower MTU
-    }
+    if (auto setup = ops_of(req.kind).setup)
+      setup(dev, lower, req, link_context{.flavor = flavor_, .lltx_allowed = strategy_->lltx_allowed()});
     if (req.mtu) dev.mtu = *req.mtu;
     next_ifindex_.fetch_add(1, std::memory_order_relaxed);
     owned.release();
@@ -483,7 +441,6 @@ class registry final : private grace_periods {
 
   /// register_netdevice's publication, for a device whose ndo_init is done. Cannot fail.
   void publish_device(netns& ns, net_device& dev) noexcept {
-    const link_kind kind = dev.kind;
     {
       rcubatch::read_guard<Flavor> section;  // rculfhash updates run inside a read-side section
       ns.publish(dev);
@@ -491,14 +448,7 @@ class registry final : private grace_periods {
     ns.grow_indexes();
     dev.mark_registered();
     // Then the secondary structures that lead readers to it (list_netdevice, then the link type's).
-    switch (kind) {
-      case link_kind::dummy:
-      case link_kind::loopback: break;
-      case link_kind::vlan: vlan::attach(dev); break;
-      case link_kind::macvlan: macvlan::attach(dev); break;
-      case link_kind::ipip:
-      case link_kind::gre: ns.tunnels(kind).add(dev); break;  // cannot fail: the key was checked free
-    }
+    if (auto attach = ops_of(dev).attach) attach(dev);
     notifiers_.notify({netdev_event_kind::registered, &dev, nullptr});
   }
 
@@ -541,39 +491,18 @@ class registry final : private grace_periods {
         req.name.find_first_of("/ \t\n\r\v\f:") != std::string::npos || req.name == "." || req.name == "..")
       return status::fail(quoted_name(req.name) + " is not a valid device name");
     if (ns.name_taken(req.name)) return status::fail("RTNETLINK answers: File exists (" + req.name + ")");
-    const bool stacked = req.kind == link_kind::vlan || req.kind == link_kind::macvlan;
-    if (!stacked && !req.lower.empty()) return status::fail(std::string(to_string(req.kind)) + " takes no lower device");
-    if (stacked) {
+    const link_ops& ops = ops_of(req.kind);
+    if (!ops.stacked && !req.lower.empty()) return status::fail(std::string(to_string(req.kind)) + " takes no lower device");
+    if (ops.stacked) {
       if (req.lower.empty()) return status::fail(std::string(to_string(req.kind)) + " needs \"link LOWER\"");
       lower = ns.find_locked(req.lower);
       if (lower == nullptr) return status::fail("Cannot find device " + quoted_name(req.lower));
-      // macvlan_common_newlink: a macvlan on a macvlan attaches to the real lower device.
-      if (req.kind == link_kind::macvlan)
-        if (auto* m = std::get_if<macvlan_link>(&lower->link)) lower = m->lower;
+      if (ops.real_lower != nullptr) lower = ops.real_lower(*lower);
       // __netdev_upper_dev_link: lower_level + the new device's upper_level (1) > MAX_NEST_DEV.
       if (lower->lower_level + 1 > kMaxNestDev) return status::fail("RTNETLINK answers: Too many links");
     }
-    if (req.kind == link_kind::vlan) {
-      if (req.vid < 0) return status::fail("vlan needs \"id N\"");
-      if (std::string e = vlan::check_newlink(*lower, req.vid); !e.empty()) return status::fail(e);
-    }
-    if (req.kind == link_kind::macvlan)
-      if (std::string e = macvlan::check_newlink(*lower); !e.empty()) return status::fail(e);
-    // vlan_newlink / macvlan_common_newlink: an MTU above the lower's is EINVAL; ip_tunnel_newlink: 68..65515.
-    if (req.mtu) {
-      if (lower != nullptr && *req.mtu > lower->mtu) return status::fail("RTNETLINK answers: Invalid argument");
-      if ((req.kind == link_kind::ipip || req.kind == link_kind::gre) && (*req.mtu < 68 || *req.mtu > 65515))
-        return status::fail("RTNETLINK answers: Invalid argument");
-    }
-    if (req.kind == link_kind::ipip || req.kind == link_kind::gre) {
-      if (!req.has_remote || !req.has_local) return status::fail("tunnel needs \"remote A local B\"");
-      if (req.kind == link_kind::ipip && (req.tunnel.has_key || req.tunnel.oseq))
-        return status::fail("ipip takes no key or oseq");
-      if (ns.tunnels(req.kind).contains(req.tunnel))
-        return status::fail("RTNETLINK answers: File exists (a tunnel with these endpoints and key)");
-    } else if (req.has_remote || req.has_local || req.tunnel.has_key || req.tunnel.oseq) {
-      return status::fail(std::string(to_string(req.kind)) + " takes no tunnel parameters");
-    }
+    if (ops.validate != nullptr)
+      if (std::string e = ops.validate(ns, req, lower); !e.empty()) return status::fail(e);
     return {};
   }
 
@@ -593,7 +522,7 @@ class registry final : private grace_periods {
     for (const net_device::address& a : d.addresses)
       for (auto& r : address_routes(d, a, false))
         if (!route_present(d, *r)) made.push_back(std::move(r));
-    if (d.kind == link_kind::macvlan) macvlan::open(d);
+    if (auto open = ops_of(d).open) open(d);  // ndo_open
     d.up.store(true, std::memory_order_release);
     if (add_lo_address) d.addresses.push_back(lo_address);
     for (auto& r : made) d.ns->routes().add(*r.release());
@@ -670,12 +599,7 @@ class registry final : private grace_periods {
 
   std::string check_mtu(const net_device& d, unsigned mtu) const {
     if (mtu > 0x7fffffffU) return "Error: mtu greater than device maximum.";
-    if (auto* v = std::get_if<vlan_link>(&d.link); v != nullptr && mtu > v->lower->mtu)
-      return "RTNETLINK answers: Numerical result out of range";  // vlan_dev_change_mtu: ERANGE
-    if (auto* m = std::get_if<macvlan_link>(&d.link); m != nullptr && mtu > m->lower->mtu)
-      return "RTNETLINK answers: Invalid argument";  // macvlan_change_mtu: EINVAL
-    if ((d.kind == link_kind::ipip || d.kind == link_kind::gre) && (mtu < 68 || mtu > 65515))
-      return "RTNETLINK answers: Invalid argument";  // ip_tunnel_change_mtu
+    if (auto change_mtu = ops_of(d).change_mtu) return change_mtu(d, mtu);
     return {};
   }
 
@@ -700,7 +624,7 @@ class registry final : private grace_periods {
   /// ndo_stop plus the state change; the macvlan unhash waits unless the device is dismantling.
   void stop_device(net_device& d) noexcept {
     notifiers_.notify({netdev_event_kind::going_down, &d, nullptr});
-    if (d.kind == link_kind::macvlan) macvlan::stop(d, *this);
+    if (auto stop = ops_of(d).stop) stop(d, *this);  // ndo_stop
     d.up.store(false, std::memory_order_release);
     notifiers_.notify({netdev_event_kind::down, &d, nullptr});
   }
@@ -724,79 +648,13 @@ class registry final : private grace_periods {
     dead.clear_and_dispose([](route* r) { delete r; });
   }
 
+  /// Every device of `q` and its dependents, by the strategy. Requires: the writer section.
   void unregister(rcubatch::unreg_queue<net_device>& q) {
     if (q.empty()) return;
-    if (mode_ == unreg_mode::batched) {
-      account(rcubatch::rollback_many(q, device_policy<Flavor>{*this}, domain_, options_));
-      return;
-    }
-    // Pop one at a time: unregistering a device frees its dependents, which may sit later in q.
-    while (!q.empty()) {
-      net_device& d = *q.begin();
-      q.remove(d);
-      unregister_legacy_tree(d, q);
-    }
+    strategy_->unregister(q, unreg_means<Flavor>{device_policy<Flavor>{*this}, domain_, options_, counters_, last_batch_});
   }
 
-  /// 2.6.32's rollback_registered(dev), dependents first (its vlan/macvlan notifiers unregistered
-  /// each upper device alone, with all of that device's grace periods). Iterative — an explicit
-  /// stack, depth-first, dependents in their list order — so no stack of devices, however built,
-  /// can overflow the thread's stack.
-  void unregister_legacy_tree(net_device& root, rcubatch::unreg_queue<net_device>& pending) {
-    struct frame {
-      net_device* dev;
-      bool expanded;
-    };
-    std::vector<frame> stack{{&root, false}};
-    while (!stack.empty()) {
-      frame& top = stack.back();
-      if (top.expanded) {
-        net_device* d = top.dev;
-        stack.pop_back();
-        unregister_legacy(*d);
-        continue;
-      }
-      top.expanded = true;
-      net_device* d = top.dev;  // `top` dies with the pushes below
-      std::vector<net_device*> deps = vlan::dependents(*d);
-      for (net_device* m : macvlan::dependents(*d)) deps.push_back(m);
-      for (auto it = deps.rbegin(); it != deps.rend(); ++it) {
-        pending.remove(**it);  // O(1); it goes now, with its lower device
-        stack.push_back({*it, false});
-      }
-    }
-  }
-
-  /// One device of the legacy path, its dependents already gone.
-  void unregister_legacy(net_device& d) {
-    // dev_close: dev_deactivate's grace period (+1 if UP). ndo_stop runs in the batch's close_many
-    // below, where a macvlan's hash_del pays its own grace period (+1): 2.6.32 had no dismantle
-    // flag, so the batch runs with mark_dismantle = false.
-    if (d.is_up()) domain_.synchronize();
-    if (d.kind == link_kind::vlan) {
-      domain_.synchronize();  // unregister_vlan_dev's per-VID synchronize_net
-      ++counters_.legacy_extra_gps;
-    }
-    rcubatch::rollback_options legacy = options_;
-    legacy.mark_dismantle = false;
-    const rcubatch::batch_stats s = rcubatch::unregister_one(d, device_policy<Flavor>{*this}, domain_, legacy);
-    account(s);
-    for (unsigned paid = s.grace_periods + s.gps_elided; paid < 2; ++paid) {
-      domain_.synchronize();  // 2.6.32 always ran both synchronize_net calls
-      ++counters_.legacy_extra_gps;
-    }
-  }
-
-  void account(const rcubatch::batch_stats& s) noexcept {
-    ++counters_.batches;
-    counters_.objects_unregistered += s.objects;
-    counters_.gps_elided += s.gps_elided;
-    counters_.dismantle_elided += s.dismantle_elided;
-    counters_.stall_reports += s.stall_reports;
-    last_batch_ = s;
-  }
-
-  const unreg_mode mode_;
+  const std::unique_ptr<unreg_strategy<Flavor>> strategy_;
   const rcu_flavor_struct* const flavor_;
   domain_type domain_;
   std::mutex rtnl_;

@@ -26,11 +26,10 @@
 #include <rcubatch.hpp>
 #include <rcubatch/batch.hpp>
 
-#include "netdev/macvlan.hpp"
+#include "netdev/link_ops.hpp"
 #include "netdev/net_device.hpp"
 #include "netdev/netns.hpp"
 #include "netdev/notifier.hpp"
-#include "netdev/vlan.hpp"
 
 namespace netdev {
 
@@ -62,19 +61,11 @@ struct device_policy {
   /// ndo_uninit: unlink from the link type's secondary structures. Returns whether anything
   /// readers can reach was unlinked, so a batch of plain dummies skips grace period #2.
   bool uninit(net_device& d, rcubatch::batch& b) noexcept {
-    switch (d.kind) {
-      case link_kind::dummy:
-      case link_kind::loopback: return false;
-      case link_kind::vlan: return vlan::uninit(d, b);
-      case link_kind::macvlan: return macvlan::uninit(d, b);
-      case link_kind::ipip:
-      case link_kind::gre: d.ns->tunnels(d.kind).remove(d); return true;
-    }
-    return false;
+    auto hook = ops_of(d).uninit;
+    return hook != nullptr && hook(d, b);
   }
   void destroy(net_device* d) noexcept {
-    if (d->kind == link_kind::vlan) vlan::release_lower(*d);
-    if (d->kind == link_kind::macvlan) macvlan::release_lower(*d);
+    if (auto destructor = ops_of(*d).destructor) destructor(*d);
     delete d;
   }
   std::string_view name(const net_device& d) const noexcept { return d.name; }

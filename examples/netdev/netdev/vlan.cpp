@@ -2,6 +2,9 @@
 
 #include <memory>
 
+#include "netdev/link_ops.hpp"
+#include "netdev/upper_device.hpp"
+
 namespace netdev::vlan {
 
 std::string check_newlink(const net_device& lower, long vid) {
@@ -28,10 +31,8 @@ void init(net_device& vlan, net_device& lower, std::uint16_t vid) {
     lower.vlans.store(fresh.release(), std::memory_order_release);
   }
   auto& l = vlan.link.emplace<vlan_link>();
-  l.self = &vlan;
-  l.lower = &lower;
   l.vid = vid;
-  lower.refs().hold();
+  upper_device::bind(vlan, l, lower);
 }
 
 void attach(net_device& vlan) noexcept {
@@ -48,8 +49,6 @@ bool uninit(net_device& vlan, rcubatch::batch& batch) noexcept {
   }
   return true;
 }
-
-void release_lower(net_device& vlan) noexcept { std::get<vlan_link>(vlan.link).lower->refs().put(); }
 
 std::vector<net_device*> uppers(net_device& lower) { return dependents(lower); }
 
@@ -69,6 +68,36 @@ void cascade::on_event(const netdev_event& e) noexcept {
 }  // namespace netdev::vlan
 
 namespace netdev {
+
+namespace {
+std::string vlan_validate(netns&, const link_request& req, const net_device* lower) {
+  if (req.vid < 0) return "vlan needs \"id N\"";
+  if (std::string e = vlan::check_newlink(*lower, req.vid); !e.empty()) return e;
+  return upper_device::validate_common(req, *lower);
+}
+void vlan_setup(net_device& dev, net_device* lower, const link_request& req, const link_context&) {
+  vlan::init(dev, *lower, static_cast<std::uint16_t>(req.vid));
+  std::get<vlan_link>(dev.link).protocol_8021ad = req.vlan_8021ad;
+}
+std::string vlan_can_open(const net_device& dev) {
+  // vlan_dev_open: ENETDOWN while the lower device is down.
+  return upper_device::of(dev)->lower->is_up() ? std::string() : "RTNETLINK answers: Network is down";
+}
+std::string vlan_change_mtu(const net_device& dev, unsigned mtu) {
+  // vlan_dev_change_mtu: ERANGE above the lower device's MTU.
+  return upper_device::above_lower_mtu(dev, mtu) ? "RTNETLINK answers: Numerical result out of range" : std::string();
+}
+}  // namespace
+
+const link_ops vlan_link_ops{.stacked = true,
+                             .legacy_gps = 1,  // unregister_vlan_dev's synchronize_net
+                             .validate = vlan_validate,
+                             .setup = vlan_setup,
+                             .attach = vlan::attach,
+                             .can_open = vlan_can_open,
+                             .change_mtu = vlan_change_mtu,
+                             .uninit = vlan::uninit,
+                             .destructor = upper_device::release_lower};
 
 void vlan_group::prealloc(std::uint16_t vid) {
   auto& p = parts_[vid / kPartVids];

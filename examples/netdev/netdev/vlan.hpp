@@ -72,15 +72,13 @@ namespace vlan {
 std::string check_newlink(const net_device& lower, long vid);
 /// The vlans on `lower` (for NETDEV_UP/DOWN propagation, vlan_device_event).
 std::vector<net_device*> uppers(net_device& lower);
-/// ndo_init: the vlan's link state (lower device, VID; holds a reference on the lower device).
+/// ndo_init: the vlan's link state (VID; upper_device::bind to the lower device).
 /// Before the device is published, so a reader that finds it sees a complete `link`.
 void init(net_device& vlan, net_device& lower, std::uint16_t vid);
 /// After publication: makes the vlan reachable from its lower device (the VID slot).
 void attach(net_device& vlan) noexcept;
 /// Uninit hook: clears the slot; the last vlan retires the group. Returns true (unlinked).
 bool uninit(net_device& vlan, rcubatch::batch& batch) noexcept;
-/// Destroy hook: drops the reference on the lower device.
-void release_lower(net_device& vlan) noexcept;
 /// The vlans on `lower`, for the legacy one-device-at-a-time path.
 std::vector<net_device*> dependents(net_device& lower);
 

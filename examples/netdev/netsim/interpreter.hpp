@@ -44,6 +44,7 @@
 #include <rcubatch.hpp>
 
 #include "netdev/registry.hpp"
+#include "netdev/upper_device.hpp"
 #include "netdev/xmit.hpp"
 #include "netsim/script.hpp"
 
@@ -542,8 +543,7 @@ class interpreter {
         if (!dev.empty() && d.name != dev) return;
         found = true;
         out_ << d.ifindex << ": " << d.name;
-        if (auto* v = std::get_if<netdev::vlan_link>(&d.link)) out_ << '@' << v->lower->name;
-        if (auto* m = std::get_if<netdev::macvlan_link>(&d.link)) out_ << '@' << m->lower->name;
+        if (const netdev::upper_link* u = netdev::upper_device::of(d)) out_ << '@' << u->lower->name;
         out_ << ": <" << (d.is_up() ? "UP" : "DOWN") << "> type " << netdev::to_string(d.kind) << " link/ether "
              << netdev::to_string(d.mac);
         if (auto* v = std::get_if<netdev::vlan_link>(&d.link))

@@ -13,20 +13,9 @@
 #include "netdev/registry.hpp"
 #include "netsim/interpreter.hpp"
 #include "netsim/script.hpp"
+#include "netsim/session_options.hpp"
 
 namespace netsim {
-
-struct session_options {
-  netdev::unreg_mode mode = netdev::unreg_mode::batched;
-  unsigned readers = 1;
-  bool force = false;
-  bool print_times = true;
-  /// Keep every `time` line's figures in session_result::timings (seed-table). Off, a stream of
-  /// any length runs in memory independent of its length.
-  bool record_times = true;
-  /// Flush `out` after each line (a pipe's reader sees each answer as its command runs).
-  bool flush_each_line = false;
-};
 
 struct session_result {
   bool ok = true;
@@ -53,7 +42,7 @@ session_result run_session_with(Feed&& feed, variables vars, const session_optio
   session_result r;
   const auto start = std::chrono::steady_clock::now();
   {
-    netdev::registry<Flavor> reg(opt.mode);
+    netdev::registry<Flavor> reg(netdev::make_unreg_strategy<Flavor>(opt.mode));  // --mode: batched or the 2.6.32 emulation
     netdev::reader_pool<Flavor> readers(reg, opt.readers);
     interpreter<Flavor> interp(reg, vars, out, err, opt.force);
     interp.set_print_times(opt.print_times);

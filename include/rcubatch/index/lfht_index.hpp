@@ -15,13 +15,16 @@
 //   }
 //   index.unlink(*s);                      // writer; free s only after a grace period
 //
+// A multi-index (several objects per key, e.g. routes of one prefix in different tables): link
+// with add() instead of add_unique(), and visit a key's objects with for_each_equal(key, f).
+//
 // The hook stores its owner, so lookups never need offsetof on T: types deriving from
 // registrable are not standard-layout, and container_of on them is not portable. Keys are read
 // through KeyOf (a functor `const T& -> key`), hashed with Hash and compared with KeyEqual; the
 // defaults handle strings (any type convertible to std::string_view, so a std::string key can be
 // looked up with a string_view or a literal) and integers or enums.
 //
-// Thread safety / memory ordering: updates (add_unique, add_or_replace, replace, unlink, resize)
+// Thread safety / memory ordering: updates (add_unique, add, add_or_replace, replace, unlink, resize)
 // come from one writer at a time (the registry's writer lock); find and iteration run concurrently
 // with them from any registered thread inside a read_guard<Flavor>. rculfhash needs the read lock
 // even for updates: the update members take it themselves (nesting inside the caller's guard is
@@ -158,6 +161,49 @@ concept lfht_flavor = rcu_flavor<F> && requires {
   { F::table() } -> std::same_as<const rcu_flavor_struct&>;
 };
 
+/// A liburcu flavor chosen at run time, for code that is not a template over the flavor (a .cpp file
+/// of link-type code whose program picks the flavor from its command line):
+///   lfht_index<T, &T::hook, KeyOf, lfht_runtime_flavor> index(lfht_runtime_flavor::of<flavor::qsbr>());
+/// Each member stands for the compile-time flavor F's own call (read_guard<F>, offline_scope<F>,
+/// in_read_section<F>), so the index behaves as lfht_index<..., F> does, checks included, at the
+/// cost of an indirect call per read lock and per check.
+struct lfht_runtime_flavor {
+  std::string_view name;
+  bool quiescent_state_based = false;
+  const rcu_flavor_struct* table = nullptr;  // what rculfhash is created with
+  /// fn(arg) inside a read_guard<F>.
+  void (*run_in_read_section)(void (*fn)(void*), void* arg) = nullptr;
+  /// fn(arg) inside an offline_scope<F> (qsbr only; others call fn(arg)).
+  void (*run_offline)(void (*fn)(void*), void* arg) = nullptr;
+  bool (*in_read_section)() noexcept = nullptr;  // in_read_section<F>()
+  bool (*read_ongoing)() noexcept = nullptr;     // F::read_ongoing()
+
+  /// The description of the compile-time flavor F (one static object per F). Complexity: O(1).
+  template <lfht_flavor F>
+  static const lfht_runtime_flavor& of() noexcept {
+    static const lfht_runtime_flavor f{
+        F::name,
+        F::quiescent_state_based,
+        &F::table(),
+        [](void (*fn)(void*), void* arg) {
+          read_guard<F> guard;
+          fn(arg);
+        },
+        [](void (*fn)(void*), void* arg) {
+          if constexpr (F::quiescent_state_based) {
+            offline_scope<F> offline;
+            fn(arg);
+          } else {
+            fn(arg);
+          }
+        },
+        []() noexcept { return rcubatch::in_read_section<F>(); },
+        []() noexcept { return static_cast<bool>(F::read_ongoing()); },
+    };
+    return f;
+  }
+};
+
 namespace detail {
 /// RCUBATCH_INDEX_CHECKS: the caller's thread is in the wrong state for an index call. Like an
 /// assert, with a sentence: a pointer found outside a read section can be freed under the caller.
@@ -170,8 +216,10 @@ namespace detail {
 template <class T, lfht_hook<T> T::*Hook, class KeyOf, class Flavor = default_flavor,
           class Hash = lfht_hash, class KeyEqual = std::equal_to<>>
 class lfht_index {
-  static_assert(lfht_flavor<Flavor>, "lfht_index<..., Flavor>: Flavor must be a liburcu flavor "
-                                     "(rcubatch::flavor::memb, qsbr, mb or bp): rculfhash needs F::table().");
+  static constexpr bool kRuntimeFlavor = std::is_same_v<Flavor, lfht_runtime_flavor>;
+  static_assert(kRuntimeFlavor || lfht_flavor<Flavor>,
+                "lfht_index<..., Flavor>: Flavor must be a liburcu flavor (rcubatch::flavor::memb, qsbr, mb or "
+                "bp; rculfhash needs F::table()) or lfht_runtime_flavor.");
   static_assert(std::is_invocable_v<const KeyOf&, const T&>,
                 "lfht_index: KeyOf must be callable as key_of(const T&) and return the key.");
 
@@ -183,7 +231,19 @@ class lfht_index {
   /// Effects: creates the rculfhash table. Throws: std::invalid_argument naming the option that
   /// is not a power of two (or min_buckets > max_buckets); std::bad_alloc. Needs no registration.
   explicit lfht_index(lfht_options options = {}, KeyOf key_of = {}, Hash hash = {}, KeyEqual equal = {})
-      : key_of_(std::move(key_of)), hash_(std::move(hash)), equal_(std::move(equal)), options_(options) {
+    requires(!kRuntimeFlavor)
+      : lfht_index(nullptr, options, std::move(key_of), std::move(hash), std::move(equal)) {}
+
+  /// lfht_runtime_flavor only: as above, on the flavor `flavor` describes (lfht_runtime_flavor::of<F>()).
+  /// Requires: `flavor` outlives the index (of<F>()'s objects are static).
+  explicit lfht_index(const lfht_runtime_flavor& flavor, lfht_options options = {}, KeyOf key_of = {}, Hash hash = {},
+                      KeyEqual equal = {})
+    requires kRuntimeFlavor
+      : lfht_index(&flavor, options, std::move(key_of), std::move(hash), std::move(equal)) {}
+
+ private:
+  lfht_index(const lfht_runtime_flavor* runtime, lfht_options options, KeyOf key_of, Hash hash, KeyEqual equal)
+      : key_of_(std::move(key_of)), hash_(std::move(hash)), equal_(std::move(equal)), options_(options), runtime_(runtime) {
     check_power_of_two(options.initial_buckets, "initial_buckets");
     check_power_of_two(options.min_buckets, "min_buckets");
     if (options.max_buckets != 0) {
@@ -194,9 +254,11 @@ class lfht_index {
     const int flags = options.growth == lfht_growth::automatic ? CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING : 0;
     buckets_ = options.max_buckets != 0 && options.initial_buckets > options.max_buckets ? options.max_buckets
                                                                                            : options.initial_buckets;
-    table_ = cds_lfht_new_flavor(buckets_, options.min_buckets, options.max_buckets, flags, &Flavor::table(), nullptr);
+    table_ = cds_lfht_new_flavor(buckets_, options.min_buckets, options.max_buckets, flags, flavor_table(), nullptr);
     if (table_ == nullptr) throw std::bad_alloc();
   }
+
+ public:
 
   /// Requires: no thread can reach the index any more; with lfht_growth::automatic, the caller is
   /// outside read sections (liburcu's destroy waits for a running shrink, which waits for them).
@@ -209,25 +271,23 @@ class lfht_index {
       detail::diagnose_noexcept(misuse_kind::destroyed_while_linked,
                                 "lfht_index destroyed with " + std::to_string(size()) +
                                     " objects still linked: they are unlinked, not freed");
-      read_guard<Flavor> guard;
-      cds_lfht_iter it;
-      for (cds_lfht_first(table_, &it); cds_lfht_iter_get_node(&it) != nullptr; cds_lfht_next(table_, &it)) {
-        cds_lfht_node* n = cds_lfht_iter_get_node(&it);
-        if (cds_lfht_del(table_, n) == 0) hook_of(n)->linked_in_ = nullptr;
-      }
+      with_read_lock([&]() noexcept {
+        cds_lfht_iter it;
+        for (cds_lfht_first(table_, &it); cds_lfht_iter_get_node(&it) != nullptr; cds_lfht_next(table_, &it)) {
+          cds_lfht_node* n = cds_lfht_iter_get_node(&it);
+          if (cds_lfht_del(table_, n) == 0) hook_of(n)->linked_in_ = nullptr;
+        }
+      });
     }
-    if (options_.growth == lfht_growth::automatic && in_read_section<Flavor>()) {
+    if (options_.growth == lfht_growth::automatic && in_section()) {
       detail::diagnose_noexcept(misuse_kind::blocking_in_read_section,
                                 "lfht_index with automatic growth destroyed inside a read section of " +
-                                    std::string(Flavor::name) + ": it could deadlock, so its table is leaked");
+                                    std::string(flavor_name()) + ": it could deadlock, so its table is leaked");
       return;
     }
-    if constexpr (Flavor::quiescent_state_based) {
-      if (Flavor::read_ongoing()) {  // online: a resize worker's grace period would wait for us
-        offline_scope<Flavor> offline;
-        cds_lfht_destroy(table_, nullptr);
-        return;
-      }
+    if (quiescent_state_based() && read_ongoing()) {  // online: a resize worker's grace period would wait for us
+      with_thread_offline([&]() noexcept { cds_lfht_destroy(table_, nullptr); });
+      return;
     }
     cds_lfht_destroy(table_, nullptr);
   }
@@ -251,11 +311,32 @@ class lfht_index {
     cds_lfht_node* in = nullptr;
     {
       check_online("add_unique");  // before the guard, which would bring an offline thread online
-      read_guard<Flavor> guard;
-      annotate_publish(&h.node_);  // liburcu's publication is invisible to TSan
-      in = cds_lfht_add_unique(table_, hash_(key), &match_key<key_type>, &p, &h.node_);
+      with_read_lock([&]() noexcept {
+        annotate_publish(&h.node_);  // liburcu's publication is invisible to TSan
+        in = cds_lfht_add_unique(table_, hash_(key), &match_key<key_type>, &p, &h.node_);
+      });
     }
     if (in != &h.node_) return false;
+    linked(h);
+    return true;
+  }
+
+  /// Requires, Misuse, Complexity: as add_unique. Effects: links obj even if objects with an
+  /// equal key are linked (rculfhash's cds_lfht_add): the index becomes a multi-index for that
+  /// key — find returns one of them, for_each_equal visits them all. Returns false only on the
+  /// misuse (a linked hook). Blocking: never waits for a grace period.
+  bool add(T& obj) {
+    if (!check_unlinked(obj, "add")) return false;
+    lfht_hook<T>& h = obj.*Hook;
+    const unsigned long hv = hash_(key_of_(obj));
+    h.owner_ = &obj;
+    {
+      check_online("add");  // before the guard, which would bring an offline thread online
+      with_read_lock([&]() noexcept {
+        annotate_publish(&h.node_);
+        cds_lfht_add(table_, hv, &h.node_);
+      });
+    }
     linked(h);
     return true;
   }
@@ -272,9 +353,10 @@ class lfht_index {
     cds_lfht_node* old = nullptr;
     {
       check_online("add_or_replace");  // before the guard, which would bring an offline thread online
-      read_guard<Flavor> guard;
-      annotate_publish(&h.node_);
-      old = cds_lfht_add_replace(table_, hash_(key), &match_key<key_type>, &p, &h.node_);
+      with_read_lock([&]() noexcept {
+        annotate_publish(&h.node_);
+        old = cds_lfht_add_replace(table_, hash_(key), &match_key<key_type>, &p, &h.node_);
+      });
     }
     if (old == nullptr) {
       linked(h);
@@ -303,11 +385,12 @@ class lfht_index {
     int rc = 0;
     {
       check_online("replace");  // before the guard, which would bring an offline thread online
-      read_guard<Flavor> guard;
-      cds_lfht_iter it;  // cds_lfht_replace wants an iterator on the old node
-      cds_lfht_lookup(table_, hv, &match_node, &old_h.node_, &it);
-      annotate_publish(&h.node_);
-      rc = cds_lfht_replace(table_, &it, hv, &match_key<key_type>, &p, &h.node_);
+      with_read_lock([&]() noexcept {
+        cds_lfht_iter it;  // cds_lfht_replace wants an iterator on the old node
+        cds_lfht_lookup(table_, hv, &match_node, &old_h.node_, &it);
+        annotate_publish(&h.node_);
+        rc = cds_lfht_replace(table_, &it, hv, &match_key<key_type>, &p, &h.node_);
+      });
     }
     if (rc != 0) return false;  // only a concurrent writer could cause it: outside the contract
     old_h.linked_in_ = nullptr;
@@ -324,8 +407,7 @@ class lfht_index {
     int rc = 0;
     {
       check_online("unlink");  // before the guard, which would bring an offline thread online
-      read_guard<Flavor> guard;
-      rc = cds_lfht_del(table_, &h.node_);
+      with_read_lock([&]() noexcept { rc = cds_lfht_del(table_, &h.node_); });
     }
     if (rc != 0) return false;
     h.linked_in_ = nullptr;  // owner_ stays: a reader may still be reading it
@@ -337,9 +419,9 @@ class lfht_index {
   /// Effects: sets the bucket count to the power of two at or above `buckets` (within min/max),
   /// in this thread. Blocking: a shrink waits for a grace period per halving.
   void resize(unsigned long buckets) {
-    if (in_read_section<Flavor>()) {
+    if (in_section()) {
       detail::diagnose(misuse_kind::blocking_in_read_section,
-                       "lfht_index::resize called inside a read section of " + std::string(Flavor::name) +
+                       "lfht_index::resize called inside a read section of " + std::string(flavor_name()) +
                            ": a shrink waits for a grace period");
       return;
     }
@@ -352,7 +434,7 @@ class lfht_index {
   /// lfht_growth::on_add: runs the growth an add inside a read section deferred. Requires:
   /// outside read sections. Otherwise a no-op. Complexity: amortized O(1) per add.
   void grow_if_needed() {
-    if (options_.growth != lfht_growth::on_add || in_read_section<Flavor>()) return;
+    if (options_.growth != lfht_growth::on_add || in_section()) return;
     const std::size_t n = size();
     if (n <= buckets_ || (options_.max_buckets != 0 && buckets_ >= options_.max_buckets)) return;
     unsigned long target = std::bit_ceil(static_cast<unsigned long>(n));
@@ -365,8 +447,9 @@ class lfht_index {
   /// with the frees (holds the writer lock), which is what keeps the result alive afterwards.
   template <class K>
   T* find_locked(const K& key) const {
-    read_guard<Flavor> guard;
-    return find(key);
+    T* found = nullptr;
+    with_read_lock([&]() noexcept { found = find(key); });
+    return found;
   }
 
   // --- Reader side: inside a read_guard<Flavor> -----------------------------------------------
@@ -385,6 +468,26 @@ class lfht_index {
     if (n == nullptr) return nullptr;
     annotate_subscribe(n);
     return hook_of(n)->owner_;
+  }
+
+  /// Requires: inside a read_guard<Flavor> (checked). Effects: calls f(obj) for every linked
+  /// object whose key equals `key` (several after add), in the table's order; an object linked or
+  /// unlinked meanwhile may or may not be visited. Returns the number of calls. f must not update
+  /// this index. Complexity: O(1) expected plus one step per duplicate. Thread safety: as find.
+  template <class K, class F>
+  std::size_t for_each_equal(const K& key, F&& f) const {
+    check_read_section("for_each_equal");
+    const probe<K> p{this, &key};
+    cds_lfht_iter it;
+    std::size_t visited = 0;
+    cds_lfht_lookup(table_, hash_(key), &match_key<K>, &p, &it);
+    for (cds_lfht_node* n = cds_lfht_iter_get_node(&it); n != nullptr; n = cds_lfht_iter_get_node(&it)) {
+      annotate_subscribe(n);
+      ++visited;
+      f(*hook_of(n)->owner_);
+      cds_lfht_next_duplicate(table_, &match_key<K>, &p, &it);
+    }
+    return visited;
   }
 
   /// Iterates the linked objects in hash order (`for (T& obj : index)`). Requires: the whole loop
@@ -473,22 +576,69 @@ class lfht_index {
     return false;
   }
 
-  static void check_read_section(const char* op) noexcept {
+  void check_read_section(const char* op) const noexcept {
     if constexpr (RCUBATCH_INDEX_CHECKS != 0) {
-      if (!in_read_section<Flavor>())
+      if (!in_section())
         detail::index_check_failed(op, "called outside a read_guard: what it finds may be freed at any time");
     } else {
       (void)op;
     }
   }
   // rculfhash's updates rely on the read lock, which under qsbr means being online.
-  static void check_online(const char* op) noexcept {
-    if constexpr (RCUBATCH_INDEX_CHECKS != 0 && Flavor::quiescent_state_based) {
-      if (!Flavor::read_ongoing())
+  void check_online(const char* op) const noexcept {
+    if constexpr (RCUBATCH_INDEX_CHECKS != 0) {
+      if (quiescent_state_based() && !read_ongoing())
         detail::index_check_failed(op, "called from a qsbr thread that is offline or not registered");
     } else {
       (void)op;
     }
+  }
+
+  // The flavor's calls, from the type (a liburcu flavor) or from runtime_ (lfht_runtime_flavor).
+  template <class Fn>
+  static void call(void* fn) {
+    (*static_cast<Fn*>(fn))();
+  }
+  /// fn() inside a read section of the flavor (fn must not throw: it runs inside liburcu's lock).
+  template <class Fn>
+  void with_read_lock(Fn&& fn) const noexcept {
+    if constexpr (kRuntimeFlavor) {
+      runtime_->run_in_read_section(&call<std::remove_reference_t<Fn>>, &fn);
+    } else {
+      read_guard<Flavor> guard;
+      fn();
+    }
+  }
+  template <class Fn>
+  void with_thread_offline(Fn&& fn) const noexcept {
+    if constexpr (kRuntimeFlavor) {
+      runtime_->run_offline(&call<std::remove_reference_t<Fn>>, &fn);
+    } else if constexpr (Flavor::quiescent_state_based) {
+      offline_scope<Flavor> offline;
+      fn();
+    } else {
+      fn();
+    }
+  }
+  bool in_section() const noexcept {
+    if constexpr (kRuntimeFlavor) return runtime_->in_read_section();
+    else return in_read_section<Flavor>();
+  }
+  bool quiescent_state_based() const noexcept {
+    if constexpr (kRuntimeFlavor) return runtime_->quiescent_state_based;
+    else return Flavor::quiescent_state_based;
+  }
+  bool read_ongoing() const noexcept {
+    if constexpr (kRuntimeFlavor) return runtime_->read_ongoing();
+    else return static_cast<bool>(Flavor::read_ongoing());
+  }
+  std::string_view flavor_name() const noexcept {
+    if constexpr (kRuntimeFlavor) return runtime_->name;
+    else return Flavor::name;
+  }
+  const rcu_flavor_struct* flavor_table() const noexcept {
+    if constexpr (kRuntimeFlavor) return runtime_->table;
+    else return &Flavor::table();
   }
 
   void linked(lfht_hook<T>& h) {
@@ -502,6 +652,7 @@ class lfht_index {
   [[no_unique_address]] KeyEqual equal_;
   lfht_options options_;
   unsigned long buckets_ = 0;           // the count last asked of rculfhash; writer only
+  const lfht_runtime_flavor* runtime_ = nullptr;  // lfht_runtime_flavor only; null otherwise
   cds_lfht* table_ = nullptr;
   std::atomic<std::size_t> size_{0};    // written by the writer, relaxed: size() may be read anywhere
 };

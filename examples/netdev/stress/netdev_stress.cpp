@@ -1,4 +1,4 @@
-// tests/stress/netdev_stress.cpp — netdev_stress: the netdev example (examples/netdev) under the
+// examples/netdev/stress/netdev_stress.cpp — netdev_stress: the netdev example (examples/netdev) under the
 // same kind of stress as rcubatch_stress (issue 5): reader threads and gre xmit threads run while a
 // writer creates and deletes devices, lower devices with their cascades, and whole namespaces.
 //

@@ -1,4 +1,4 @@
-// tests/fuzz/netsim_fuzz.cpp — libFuzzer target over netsim's script reader and interpreter.
+// examples/netdev/fuzz/netsim_fuzz.cpp — libFuzzer target over netsim's script reader and interpreter.
 //
 // Input: a netsim script (ip -batch syntax plus default/for/{EXPR}). Each line runs on its own,
 // with its own interpreter (variables persist, as in a script), against one registry on urcu-memb.
