@@ -1,0 +1,26 @@
+// tests/support/flavors.hpp — the liburcu flavors as GoogleTest type lists, for TYPED_TEST_SUITE.
+// A test binary using one links the flavors' libraries (rcubatch_add_test(<name> memb qsbr ...)).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <rcubatch/flavor.hpp>
+
+namespace rcubatch::test {
+
+/// Every real flavor, each wrapped in Wrap (e.g. a flavor with a test hook around synchronize).
+template <template <class> class Wrap>
+using each_real_flavor = ::testing::Types<Wrap<flavor::memb>, Wrap<flavor::qsbr>, Wrap<flavor::mb>, Wrap<flavor::bp>>;
+
+template <class F>
+using as_is = F;
+
+/// The four liburcu flavors.
+using real_flavors = each_real_flavor<as_is>;
+
+/// One signal-free flavor and the quiescent-state-based one: the two reader disciplines, for
+/// suites whose threads make four flavors too slow (mb and bp read like memb).
+template <template <class> class Wrap = as_is>
+using two_reader_disciplines = ::testing::Types<Wrap<flavor::memb>, Wrap<flavor::qsbr>>;
+
+}  // namespace rcubatch::test
