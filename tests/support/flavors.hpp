@@ -2,6 +2,8 @@
 // A test binary using one links the flavors' libraries (rcubatch_add_test(<name> memb qsbr ...)).
 #pragma once
 
+#include <string>
+
 #include <gtest/gtest.h>
 
 #include <rcubatch/flavor.hpp>
@@ -22,5 +24,14 @@ using real_flavors = each_real_flavor<as_is>;
 /// suites whose threads make four flavors too slow (mb and bp read like memb).
 template <template <class> class Wrap = as_is>
 using two_reader_disciplines = ::testing::Types<Wrap<flavor::memb>, Wrap<flavor::qsbr>>;
+
+/// Names typed tests by flavor (`suite/memb.test` instead of `suite/0.test`):
+///   TYPED_TEST_SUITE(my_suite, real_flavors, flavor_names);
+struct flavor_names {
+  template <class F>
+  static std::string GetName(int) {
+    return std::string(F::name);
+  }
+};
 
 }  // namespace rcubatch::test

@@ -1,4 +1,4 @@
-// tests/stress/fault_test.cpp — faults: a throwing validate hook, an allocation failure in the
+// tests/fault_test.cpp — faults: a throwing validate hook, an allocation failure in the
 // middle of a cascade, a leaked reference. Each test asserts what the registry looks like after
 // the fault (states, queue contents, indexes, exact destroy and grace-period counts), not only that
 // nothing crashed. No sleeps: threads meet on condition variables and latches.
