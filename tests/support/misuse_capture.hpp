@@ -1,11 +1,13 @@
-// tests/support/misuse_capture.hpp — misuse reporters for tests: one that records what it was
-// told, one that says nothing. Both are callables carrying their own state, passed by reference:
+// tests/support/misuse_capture.hpp — misuse reporters for tests: one that keeps the last report,
+// one that keeps them all, one that says nothing. The first two are callables carrying their own
+// state, passed by reference:
 //   misuse_capture cap;
 //   scoped_misuse_policy p(misuse_policy::report, cap);
 #pragma once
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <rcubatch/misuse.hpp>
 
@@ -24,6 +26,19 @@ struct misuse_capture {
       last_message.assign(msg);
     } catch (...) {
       last_message = {};  // out of memory: the kind and the count still tell
+    }
+  }
+};
+
+/// Records every report, in order. Requires: reports from one thread at a time.
+struct misuse_log {
+  std::vector<misuse_kind> kinds;
+  std::vector<std::string> messages;
+  void operator()(misuse_kind k, std::string_view m) noexcept {
+    try {
+      kinds.push_back(k);
+      messages.emplace_back(m);
+    } catch (...) {  // out of memory: the counters (misuse_count) still tell
     }
   }
 };
