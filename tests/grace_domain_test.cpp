@@ -17,6 +17,7 @@
 
 #include "support/counting.hpp"
 #include "support/flavors.hpp"
+#include "support/thread_state.hpp"
 
 namespace rcubatch {
 namespace {
@@ -177,14 +178,6 @@ TEST_F(grace_domain_race, a_cookie_taken_during_another_threads_gp_is_not_covere
   EXPECT_TRUE(domain.elapsed(c));
 }
 
-/// 'R', 'S', ... from /proc: 'S' once a thread sleeps (here: blocked on the domain's GP mutex).
-char thread_state(pid_t tid) {
-  std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/stat");
-  std::string line;
-  std::getline(f, line);
-  const auto close = line.rfind(')');
-  return close == std::string::npos || close + 2 >= line.size() ? '?' : line[close + 2];
-}
 
 TEST_F(grace_domain_race, a_gp_still_running_on_another_thread_has_not_elapsed_yet) {
   const gp_cookie c = domain.snapshot();  // idle: the next GP to start covers it...
@@ -202,7 +195,7 @@ TEST_F(grace_domain_race, a_gp_still_running_on_another_thread_has_not_elapsed_y
   // Release the GP only once the waiter is asleep on the GP mutex (correct code) or has returned
   // (a mutant that counts the running GP) — no timing: both are observable states.
   while (waiter_tid.load() == 0) std::this_thread::yield();
-  while (!waiter_returned.load() && thread_state(waiter_tid.load()) != 'S') std::this_thread::yield();
+  while (!waiter_returned.load() && test::thread_state(waiter_tid.load()) != 'S') std::this_thread::yield();
   release.count_down();
   writer.join();
   waiter.join();

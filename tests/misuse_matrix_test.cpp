@@ -11,6 +11,7 @@
 //
 // A row names a scenario: a small world built fresh for the row, one misuse() call, and the
 // world's own checks of what the refused operation left behind (expect_refused).
+#include <array>
 #include <functional>
 #include <memory>
 #include <ostream>
@@ -34,7 +35,12 @@ using CF = counting_flavor<struct misuse_matrix_tag>;
 
 /// One misuse, set up and ready: misuse() commits it, expect_refused(policy) checks the aftermath
 /// under throw_error / report. The destructor leaves every object destroyable.
+/// Each world also describes its row: `kind`, `name()`, `message()` (a regex), and optionally
+/// `from_noexcept` and `policies` (defaults below).
 struct world {
+  static constexpr bool from_noexcept = false;
+  static constexpr std::array policies = {misuse_policy::throw_error, misuse_policy::report,
+                                          misuse_policy::abort_process};
   virtual ~world() = default;
   virtual void misuse() = 0;
   virtual void expect_refused(misuse_policy) {}
@@ -47,8 +53,7 @@ struct misuse_case {
   std::string message;                   ///< a regex the message must contain, reported or on stderr
   bool from_noexcept = false;            ///< under throw_error it reports instead of throwing
   std::function<std::unique_ptr<world>()> make;
-  std::vector<misuse_policy> policies = {misuse_policy::throw_error, misuse_policy::report,
-                                         misuse_policy::abort_process};
+  std::vector<misuse_policy> policies;   ///< the policies it runs under
 };
 
 /// A case under one policy: the parameter of both tables.
@@ -73,11 +78,6 @@ std::string row_name(const ::testing::TestParamInfo<misuse_row>& info) {
 // What a failing row prints for GetParam().
 void PrintTo(const misuse_row& r, std::ostream* os) { *os << r.c->name << " under " << policy_name(r.policy); }
 
-template <class W, class... A>
-std::function<std::unique_ptr<world>()> make_world(A... a) {
-  return [=] { return std::unique_ptr<world>(new W(a...)); };
-}
-
 // --- the worlds --------------------------------------------------------------------------------
 
 /// A node that went through a whole batch and is kept in memory (state released).
@@ -94,6 +94,9 @@ struct released_node {
 };
 
 struct double_queue : world {
+  static constexpr misuse_kind kind = misuse_kind::queued_in_other_queue;
+  static std::string name() { return "double_queue_across_queues"; }
+  static std::string message() { return "another unregistration queue"; }
   node n;
   unreg_queue<node> q1, q2;
   keeping_policy kp;
@@ -126,6 +129,9 @@ struct double_queue : world {
 };
 
 struct push_unregistered : world {
+  static constexpr misuse_kind kind = misuse_kind::not_registered;
+  static std::string name() { return "push_of_a_never_registered_object"; }
+  static std::string message() { return "only registered objects can be unregistered"; }
   node n;  // never registered
   unreg_queue<node> q;
   bool pushed = true;
@@ -140,6 +146,9 @@ struct push_unregistered : world {
 };
 
 struct unregister_released : world {
+  static constexpr misuse_kind kind = misuse_kind::already_unregistering;
+  static std::string name() { return "unregister_of_a_released_object"; }
+  static std::string message() { return "object is released"; }
   released_node r;
   batch_stats st;
   unsigned long gps_before = 0;
@@ -158,6 +167,10 @@ struct unregister_released : world {
 };
 
 struct ref_underflow : world {
+  static constexpr misuse_kind kind = misuse_kind::ref_underflow;
+  static std::string name() { return "ref_underflow"; }
+  static std::string message() { return "put\\(\\) without a matching hold\\(\\)"; }
+  static constexpr bool from_noexcept = true;  // under throw_error it reports
   ref_count rc;
   void misuse() override { rc.put(); }
   void expect_refused(misuse_policy) override {
@@ -169,6 +182,10 @@ struct ref_underflow : world {
 };
 
 struct hold_after_drain : world {
+  static constexpr misuse_kind kind = misuse_kind::hold_after_drain;
+  static std::string name() { return "hold_after_drain"; }
+  static std::string message() { return "already drained to zero"; }
+  static constexpr bool from_noexcept = true;  // under throw_error it reports
   released_node r;  // refs drained to zero, destroy hook ran, memory kept
   void misuse() override { r.n.refs().hold(); }
   void expect_refused(misuse_policy) override {
@@ -177,6 +194,9 @@ struct hold_after_drain : world {
 };
 
 struct register_twice : world {
+  static constexpr misuse_kind kind = misuse_kind::register_twice;
+  static std::string name() { return "register_twice"; }
+  static std::string message() { return "mark_registered on an object in state released"; }
   released_node r;
   bool registered = true;
   void misuse() override { registered = r.n.mark_registered(); }
@@ -197,6 +217,11 @@ struct late_queue_policy {
 };
 
 struct queue_from_uninit : world {
+  static constexpr misuse_kind kind = misuse_kind::queued_too_late;
+  static std::string name() { return "batch_queue_from_uninit"; }
+  static std::string message() { return "batch::queue called after the notify phase"; }
+  static constexpr bool from_noexcept = true;  // under throw_error it reports
+  static constexpr std::array policies = {misuse_policy::throw_error, misuse_policy::report};
   node a, late;
   grace_domain<CF> d;
   unreg_queue<node> q;
@@ -219,6 +244,9 @@ struct queue_from_uninit : world {
 
 template <class F>
 struct rollback_in_read_section : world {
+  static constexpr misuse_kind kind = misuse_kind::blocking_in_read_section;
+  static std::string name() { return "rollback_many_in_read_section_" + std::string(F::name); }
+  static std::string message() { return "rollback_many<" + std::string(F::name) + "> called inside a read-side section"; }
   thread_registration<F> reg;
   grace_domain<F> d;
   node n;
@@ -248,6 +276,9 @@ struct rollback_in_read_section : world {
 };
 
 struct quiescent_state_in_read_guard : world {
+  static constexpr misuse_kind kind = misuse_kind::blocking_in_read_section;
+  static std::string name() { return "quiescent_state_in_a_read_guard"; }
+  static std::string message() { return "quiescent_state<qsbr> called inside a read_guard"; }
   using F = flavor::qsbr;
   thread_registration<F> reg;
   void misuse() override {
@@ -257,20 +288,16 @@ struct quiescent_state_in_read_guard : world {
 };
 
 // Fatal misuse: no expect_refused, the process ends under every policy.
-struct destroy_registered : world {
+/// Deletes a registered object, queued for unregistration or not.
+template <bool Queued>
+struct destroy_linked : world {
+  static constexpr misuse_kind kind = misuse_kind::destroyed_while_linked;
+  static std::string name() { return Queued ? "destroying_a_queued_object" : "destroying_a_registered_object"; }
+  static std::string message() { return Queued ? "while queued" : "destroyed in state registered"; }
   void misuse() override {
     auto* n = new node;
     n->mark_registered();
-    delete n;
-  }
-};
-
-struct destroy_queued : world {
-  void misuse() override {
-    auto* n = new node;
-    n->mark_registered();
-    auto* q = new unreg_queue<node>;
-    q->push(*n);
+    if constexpr (Queued) (new unreg_queue<node>)->push(*n);  // leaked: the process ends here
     delete n;
   }
 };
@@ -282,6 +309,9 @@ struct destroy_queued : world {
 #pragma GCC diagnostic ignored "-Wuse-after-free"
 #endif
 struct destroy_from_unlist : world {
+  static constexpr misuse_kind kind = misuse_kind::destroyed_while_linked;
+  static std::string name() { return "destroying_an_object_from_unlist"; }
+  static std::string message() { return "object destroyed in state registered"; }
   // A policy that deletes in unlist (readers can still reach the object) frees it mid-batch.
   struct bad_policy {
     void unlist(node& n) noexcept { delete &n; }
@@ -303,6 +333,15 @@ enum class gp_wait { synchronize, wait_for, barrier };
 
 template <class F, gp_wait W>
 struct grace_wait_in_read_section : world {
+  static constexpr misuse_kind kind = misuse_kind::blocking_in_read_section;
+  static constexpr std::string_view wait_name = W == gp_wait::synchronize ? "synchronize"
+                                                : W == gp_wait::wait_for  ? "wait_for"
+                                                                          : "barrier";
+  static std::string name() { return std::string(wait_name) + "_in_read_section_" + std::string(F::name); }
+  static std::string message() {
+    return std::string(wait_name) + " called inside a read-side section" +
+           (W == gp_wait::synchronize ? ".*fatal under every misuse policy" : "");
+  }
   thread_registration<F> reg;
   grace_domain<F> d;
   void misuse() override {
@@ -316,93 +355,54 @@ struct grace_wait_in_read_section : world {
 
 // --- the tables ----------------------------------------------------------------------------------
 
-template <class F>
-std::string flavor_suffix() {
-  return "_" + std::string(F::name);
+template <class W>
+misuse_case case_of() {
+  return {.name = W::name(),
+          .kind = W::kind,
+          .message = W::message(),
+          .from_noexcept = W::from_noexcept,
+          .make = [] { return std::unique_ptr<world>(new W); },
+          .policies = {W::policies.begin(), W::policies.end()}};
 }
 
-template <class... F>
-void add_read_section_cases(std::vector<misuse_case>& diagnosed, std::vector<misuse_case>& fatal) {
-  (diagnosed.push_back({.name = "rollback_many_in_read_section" + flavor_suffix<F>(),
-                        .kind = misuse_kind::blocking_in_read_section,
-                        // its own check, not a later GP's; the flavor is named
-                        .message = "rollback_many<" + std::string(F::name) + "> called inside a read-side section",
-                        .make = make_world<rollback_in_read_section<F>>()}),
-   ...);
-  (fatal.push_back({.name = "synchronize_in_read_section" + flavor_suffix<F>(),
-                    .kind = misuse_kind::blocking_in_read_section,
-                    .message = "synchronize called inside a read-side section.*fatal under every misuse policy",
-                    .make = make_world<grace_wait_in_read_section<F, gp_wait::synchronize>>()}),
-   ...);
-  (fatal.push_back({.name = "wait_for_in_read_section" + flavor_suffix<F>(),
-                    .kind = misuse_kind::blocking_in_read_section,
-                    .message = "wait_for called inside a read-side section",
-                    .make = make_world<grace_wait_in_read_section<F, gp_wait::wait_for>>()}),
-   ...);
-  (fatal.push_back({.name = "barrier_in_read_section" + flavor_suffix<F>(),
-                    .kind = misuse_kind::blocking_in_read_section,
-                    .message = "barrier called inside a read-side section",
-                    .make = make_world<grace_wait_in_read_section<F, gp_wait::barrier>>()}),
-   ...);
+template <class... W>
+std::vector<misuse_case> cases_of() {
+  return {case_of<W>()...};
+}
+
+template <class... W>
+std::vector<misuse_case> cases_of_types(::testing::Types<W...>) {
+  return cases_of<W...>();
+}
+
+template <class F>
+using synchronize_in_read_section = grace_wait_in_read_section<F, gp_wait::synchronize>;
+template <class F>
+using wait_for_in_read_section = grace_wait_in_read_section<F, gp_wait::wait_for>;
+template <class F>
+using barrier_in_read_section = grace_wait_in_read_section<F, gp_wait::barrier>;
+
+/// Diagnosed as the policy says.
+std::vector<misuse_case> diagnosed_cases() {
+  std::vector<misuse_case> c = cases_of<double_queue, push_unregistered, unregister_released, ref_underflow,
+                                        hold_after_drain, register_twice, queue_from_uninit,
+                                        quiescent_state_in_read_guard>();
+  for (auto& x : cases_of_types(each_real_flavor<rollback_in_read_section>{})) c.push_back(std::move(x));
+  return c;
+}
+
+/// Fatal under every policy.
+std::vector<misuse_case> fatal_cases() {
+  std::vector<misuse_case> c = cases_of<destroy_linked<false>, destroy_linked<true>, destroy_from_unlist>();
+  for (auto* more : {+[] { return cases_of_types(each_real_flavor<synchronize_in_read_section>{}); },
+                     +[] { return cases_of_types(each_real_flavor<wait_for_in_read_section>{}); },
+                     +[] { return cases_of_types(each_real_flavor<barrier_in_read_section>{}); }})
+    for (auto& x : more()) c.push_back(std::move(x));
+  return c;
 }
 
 struct tables {
-  std::vector<misuse_case> diagnosed, fatal;
-  tables() {
-    diagnosed = {
-        {.name = "double_queue_across_queues",
-         .kind = misuse_kind::queued_in_other_queue,
-         .message = "another unregistration queue",
-         .make = make_world<double_queue>()},
-        {.name = "push_of_a_never_registered_object",
-         .kind = misuse_kind::not_registered,
-         .message = "only registered objects can be unregistered",
-         .make = make_world<push_unregistered>()},
-        {.name = "unregister_of_a_released_object",
-         .kind = misuse_kind::already_unregistering,
-         .message = "object is released",
-         .make = make_world<unregister_released>()},
-        {.name = "ref_underflow",
-         .kind = misuse_kind::ref_underflow,
-         .message = "put\\(\\) without a matching hold\\(\\)",
-         .from_noexcept = true,
-         .make = make_world<ref_underflow>()},
-        {.name = "hold_after_drain",
-         .kind = misuse_kind::hold_after_drain,
-         .message = "already drained to zero",
-         .from_noexcept = true,
-         .make = make_world<hold_after_drain>()},
-        {.name = "register_twice",
-         .kind = misuse_kind::register_twice,
-         .message = "mark_registered on an object in state released",
-         .make = make_world<register_twice>()},
-        {.name = "batch_queue_from_uninit",
-         .kind = misuse_kind::queued_too_late,
-         .message = "batch::queue called after the notify phase",
-         .from_noexcept = true,
-         .make = make_world<queue_from_uninit>(),
-         .policies = {misuse_policy::throw_error, misuse_policy::report}},
-        {.name = "quiescent_state_in_a_read_guard",
-         .kind = misuse_kind::blocking_in_read_section,
-         .message = "quiescent_state<qsbr> called inside a read_guard",
-         .make = make_world<quiescent_state_in_read_guard>()},
-    };
-    fatal = {
-        {.name = "destroying_a_registered_object",
-         .kind = misuse_kind::destroyed_while_linked,
-         .message = "destroyed in state registered",
-         .make = make_world<destroy_registered>()},
-        {.name = "destroying_a_queued_object",
-         .kind = misuse_kind::destroyed_while_linked,
-         .message = "while queued",
-         .make = make_world<destroy_queued>()},
-        {.name = "destroying_an_object_from_unlist",
-         .kind = misuse_kind::destroyed_while_linked,
-         .message = "object destroyed in state registered",
-         .make = make_world<destroy_from_unlist>()},
-    };
-    add_read_section_cases<flavor::memb, flavor::qsbr, flavor::mb, flavor::bp>(diagnosed, fatal);
-  }
+  std::vector<misuse_case> diagnosed = diagnosed_cases(), fatal = fatal_cases();
 };
 
 const tables& the_tables() {

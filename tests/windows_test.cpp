@@ -38,6 +38,7 @@
 #include "support/counting.hpp"
 #include "support/flavors.hpp"
 #include "support/objects.hpp"  // kAlive, kPoison
+#include "support/thread_state.hpp"
 
 namespace rcubatch::test {
 namespace {
@@ -98,6 +99,19 @@ struct board_t {
   }
 };
 board_t board;
+
+/// Starts a GP of `domain` on a new thread and returns once the board holds it at `where`: a GP
+/// in progress on another thread. board.let_go() ends it; the caller joins the thread.
+template <class F>
+std::thread start_held_gp(grace_domain<F>& domain, board_t::hold where) {
+  {
+    std::lock_guard l(board.m);
+    board.hold_next = where;
+  }
+  std::thread t([&domain] { domain.synchronize(); });
+  board.wait_held();
+  return t;
+}
 
 /// The real flavor, plus the board's GP hooks around each synchronize().
 template <class Base>
@@ -180,14 +194,6 @@ struct hook_lock {
   }
 };
 
-/// 'S' once a thread sleeps (here: blocked on the domain's GP mutex); see grace_domain_test.
-char thread_state(pid_t tid) {
-  std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/stat");
-  std::string line;
-  std::getline(f, line);
-  const auto close = line.rfind(')');
-  return close == std::string::npos || close + 2 >= line.size() ? '?' : line[close + 2];
-}
 
 // --- the policies --------------------------------------------------------------------------------
 
@@ -323,12 +329,8 @@ TYPED_TEST(windows, a_gp_that_began_before_the_unlink_does_not_cover_it) {
   std::atomic<item*> slot{nullptr};
   auto x = make_item(slot);
   grace_domain<F> domain;
-  {
-    std::lock_guard l(board.m);
-    board.hold_next = board_t::hold::after_gp;
-  }
-  std::thread other([&] { domain.synchronize(); });
-  board.wait_held();  // its flavor GP is over; the domain's sequence is still odd
+  // Its flavor GP is over; the domain's sequence is still odd.
+  std::thread other = start_held_gp(domain, board_t::hold::after_gp);
   window_reader<F, item> reader(slot);  // registered only now: that GP never waited for it
   board.let_reader_look_up();
   hook_lock lock;
@@ -355,12 +357,8 @@ TYPED_TEST(windows, a_gp_still_in_progress_on_another_thread_is_waited_for) {
   std::atomic<bool> unlock_returned{false};
   hook_lock lock;
   lock.on_first_unlock = [&] {  // after the snapshot (idle) and the elapsed check
-    {
-      std::lock_guard l(board.m);
-      board.hold_next = board_t::hold::before_gp;  // in progress for the domain, not begun for liburcu
-    }
-    other = std::thread([&] { domain.synchronize(); });
-    board.wait_held();
+    // In progress for the domain, not begun for liburcu.
+    other = start_held_gp(domain, board_t::hold::before_gp);
     unlock_returned = true;
   };
   std::atomic<pid_t> writer_tid{0};
