@@ -266,6 +266,15 @@ void two_sessions_two_streams(registry& reg) {
   }
 }
 
+/// two_sessions_two_streams, plus a cached route per session (reg.routes[i] is session i's).
+void two_sessions_two_streams_and_routes(registry& reg) {
+  two_sessions_two_streams(reg);
+  for (auto& s : reg.sessions) {
+    reg.routes.push_back(std::make_unique<route>(&reg.routes_disposed));
+    s->cached_route.store(reg.routes.back().get());
+  }
+}
+
 std::ptrdiff_t position(const std::vector<std::string>& log, const std::string& what) {
   for (std::size_t i = 0; i < log.size(); ++i)
     if (log[i] == what) return static_cast<std::ptrdiff_t>(i);
@@ -306,11 +315,7 @@ TEST_F(rollback_many_lanes, a_held_stream_delays_its_own_session_only) {
 
 TEST_F(rollback_many_lanes, a_held_session_delays_neither_other_sessions_nor_untied_retirees) {
   registry reg(2);
-  two_sessions_two_streams(reg);
-  for (auto& s : reg.sessions) {
-    reg.routes.push_back(std::make_unique<route>(&reg.routes_disposed));
-    s->cached_route.store(reg.routes.back().get());
-  }
+  two_sessions_two_streams_and_routes(reg);
   session& held = *reg.sessions[0];
   // Free at once: session 1 and all four streams.
   std::atomic<int>* disposed = &reg.routes_disposed;
@@ -326,11 +331,7 @@ TEST_F(rollback_many_lanes, a_held_session_delays_neither_other_sessions_nor_unt
 TEST_F(rollback_many_lanes, untied_retirees_are_disposed_before_a_held_owner_lets_go_and_tied_ones_after) {
   for (bool tie : {false, true}) {
     registry reg(2);
-    two_sessions_two_streams(reg);
-    for (auto& s : reg.sessions) {
-      reg.routes.push_back(std::make_unique<route>(&reg.routes_disposed));
-      s->cached_route.store(reg.routes.back().get());
-    }
+    two_sessions_two_streams_and_routes(reg);
     session& held = *reg.sessions[0];
     route* held_route = reg.routes[0].get();
     // The holder checks the route's state when it lets go: tied → still alive, untied → gone.
