@@ -20,7 +20,7 @@
 
 #include "support/counting.hpp"
 #include "support/flavors.hpp"
-#include "test_support.hpp"
+#include "support/objects.hpp"  // kAlive, kPoison
 
 namespace rcubatch::test {
 namespace {

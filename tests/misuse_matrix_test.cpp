@@ -209,7 +209,7 @@ struct register_twice : world {
 };
 
 struct late_queue_policy {
-  static constexpr bool publishes_nothing() { return true; }
+  static constexpr bool publishes_nothing = true;
   node* late;
   bool accepted = true;
   void uninit(node&, batch& b) noexcept { accepted = b.queue(*late); }

@@ -12,12 +12,13 @@
 #include <atomic>
 #include <string_view>
 
+#include "support/objects.hpp"
 #include "support/replaced_operator_new.hpp"  // g_fail_every_allocation
 
 namespace rcubatch {
 namespace {
 
-struct obj : registrable<obj> {};
+using test::node;
 
 /// Counts reports without allocating.
 std::atomic<int> g_reports{0};
@@ -46,27 +47,27 @@ TEST(misuse_out_of_memory, a_late_queue_and_a_double_retire_are_reported_with_no
   scoped_misuse_policy p(misuse_policy::report, &count_report);
   using F = counting_flavor<struct oom_tag>;
   grace_domain<F> domain;
-  auto* a = new obj;
-  auto* late = new obj;
+  auto* a = new node;
+  auto* late = new node;
   a->mark_registered();
   late->mark_registered();
-  struct node : retire_node {
-    node() {
+  struct sub_object : retire_node {
+    sub_object() {
       dispose = [](retire_node*) noexcept {};
     }
   } sub;
   struct policy {
-    obj* late;
+    node* late;
     retire_node* sub;
-    void unlist(obj&) noexcept {}
-    void uninit(obj&, batch& b) noexcept {
+    void unlist(node&) noexcept {}
+    void uninit(node&, batch& b) noexcept {
       no_memory oom;
       b.queue(*late);  // queued_too_late, from noexcept code
       b.retire(*sub);
       b.retire(*sub);  // retired_twice
     }
   } pol{late, &sub};
-  unreg_queue<obj> q;
+  unreg_queue<node> q;
   q.push(*a);
   g_reports = 0;
   rollback_many(q, pol, domain);

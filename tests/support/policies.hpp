@@ -58,7 +58,7 @@ struct recording_policy {
 /// Publishes nothing and frees nothing: destroy only counts, so the (caller-owned) object can be
 /// inspected, or misused, after its batch.
 struct keeping_policy {
-  static constexpr bool publishes_nothing() { return true; }
+  static constexpr bool publishes_nothing = true;
   int destroyed = 0;  ///< destroy calls so far
   void destroy(node*) noexcept { ++destroyed; }
 };
