@@ -14,7 +14,7 @@ namespace {
 
 template <class F>
 class flavor_test : public ::testing::Test {};
-TYPED_TEST_SUITE(flavor_test, test::real_flavors, test::flavor_names);
+TYPED_TEST_SUITE(flavor_test, test::real_flavors);
 
 static_assert(rcu_flavor<counting_flavor<>>, "the test double models the same concept");
 

@@ -207,7 +207,7 @@ TEST_F(grace_domain_race, a_gp_still_running_on_another_thread_has_not_elapsed_y
 
 template <class F>
 class grace_domain_real : public ::testing::Test {};
-TYPED_TEST_SUITE(grace_domain_real, test::real_flavors, test::flavor_names);
+TYPED_TEST_SUITE(grace_domain_real, test::real_flavors);
 
 TYPED_TEST(grace_domain_real, counts_real_grace_periods) {
   grace_domain<TypeParam> domain;

@@ -411,7 +411,7 @@ TEST_F(rollback_many_lanes, a_cascade_reaching_an_object_in_another_writers_batc
 
 template <class F>
 class rollback_many_lanes_real : public ::testing::Test {};
-TYPED_TEST_SUITE(rollback_many_lanes_real, two_reader_disciplines<>, flavor_names);
+TYPED_TEST_SUITE(rollback_many_lanes_real, two_reader_disciplines<>);
 
 TYPED_TEST(rollback_many_lanes_real, readers_never_see_a_destroyed_session_stream_or_route) {
   using F = TypeParam;

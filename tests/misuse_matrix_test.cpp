@@ -500,7 +500,7 @@ TEST_F(misuse_fixture, hold_after_drain_is_refused_under_report_so_a_later_put_c
 
 template <class F>
 struct raw_read_lock : misuse_fixture {};
-TYPED_TEST_SUITE(raw_read_lock, real_flavors, flavor_names);
+TYPED_TEST_SUITE(raw_read_lock, real_flavors);
 
 TYPED_TEST(raw_read_lock, is_detected_too_except_under_qsbr) {
   using F = TypeParam;

@@ -343,7 +343,7 @@ struct poisoning_items : indexed<item, item_by_id<F>> {
 
 template <class F>
 class registry_real : public ::testing::Test {};
-TYPED_TEST_SUITE(registry_real, two_reader_disciplines<>, flavor_names);
+TYPED_TEST_SUITE(registry_real, two_reader_disciplines<>);
 
 TYPED_TEST(registry_real, a_reader_never_sees_a_destroyed_object) {
   using F = TypeParam;

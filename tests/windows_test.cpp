@@ -248,7 +248,7 @@ class windows : public ::testing::Test {
   void SetUp() override { board.reset(); }
   void TearDown() override { board.reset(); }
 };
-TYPED_TEST_SUITE(windows, two_reader_disciplines<hooked>, flavor_names);
+TYPED_TEST_SUITE(windows, two_reader_disciplines<hooked>);
 
 /// The batch of a window test: `x` alone in a queue through `policy`; the reader is joined after.
 template <class F, class T, class Policy, class... Options>

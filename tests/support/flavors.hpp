@@ -27,6 +27,8 @@ using two_reader_disciplines = ::testing::Types<Wrap<flavor::memb>, Wrap<flavor:
 
 /// Names typed tests by flavor (`suite/memb.test` instead of `suite/0.test`):
 ///   TYPED_TEST_SUITE(my_suite, real_flavors, flavor_names);
+/// Without it, gtest_discover_tests (CMake 3.25) names the ctest `suite.test<rcubatch::flavor::memb>`;
+/// with it, `suite.test<suite/memb.  # TypeParam = ...>` — so most suites here go without.
 struct flavor_names {
   template <class F>
   static std::string GetName(int) {
