@@ -4,17 +4,16 @@
 
 #include <gtest/gtest.h>
 
-#include "test_support.hpp"
+#include "support/counting.hpp"
+#include "support/objects.hpp"
+#include "support/policies.hpp"
 
 namespace rcubatch::test {
 namespace {
 
-struct tag;
-using fake = counting_flavor<tag>;
+struct dismantle : counting_test<struct dismantle_tag> {};
 
-TEST(dismantle, a_live_object_still_waits_for_its_own_grace_period) {
-  fake::reset();
-  grace_domain<fake> domain;
+TEST_F(dismantle, a_live_object_still_waits_for_its_own_grace_period) {
   auto nodes = make_registered(1);
   EXPECT_TRUE(synchronize_unless_dismantling(*nodes[0], domain));
   EXPECT_EQ(fake::synchronizes(), 1u);
@@ -22,9 +21,7 @@ TEST(dismantle, a_live_object_still_waits_for_its_own_grace_period) {
   unregister_one(*nodes[0], recording_policy{}, domain);
 }
 
-TEST(dismantle, every_sub_component_wait_is_elided_and_counted_during_a_batch) {
-  fake::reset();
-  grace_domain<fake> domain;
+TEST_F(dismantle, every_sub_component_wait_is_elided_and_counted_during_a_batch) {
   struct macvlan_like_policy {
     static constexpr bool publishes_nothing() { return true; }
     grace_domain<fake>* d;
@@ -37,7 +34,7 @@ TEST(dismantle, every_sub_component_wait_is_elided_and_counted_during_a_batch) {
   };
   constexpr int kN = 500;
   unreg_queue<node> q;
-  for (node* n : make_registered(kN)) q.push(*n);
+  queue_registered(q, kN);
   const batch_stats s = rollback_many(q, macvlan_like_policy{&domain}, domain);
   EXPECT_EQ(s.dismantle_elided, static_cast<unsigned>(kN));
   EXPECT_EQ(domain.stats().dismantle_elided, static_cast<std::uint64_t>(kN));
@@ -45,34 +42,30 @@ TEST(dismantle, every_sub_component_wait_is_elided_and_counted_during_a_batch) {
   EXPECT_EQ(fake::synchronizes(), 2u);
 }
 
-TEST(dismantle, an_elision_after_the_first_grace_period_makes_the_batch_run_the_second) {
+TEST_F(dismantle, an_elision_after_the_first_grace_period_makes_the_batch_run_the_second) {
   // The sub-component unlinks in notify (after GP #1) and skips its own GP because the object is
   // dismantling; nothing else in the batch needs GP #2. Before the fix the batch never heard of the
   // skipped GP: one GP in all, and the object was destroyed with no GP after that unlink.
-  fake::reset();
-  grace_domain<fake> domain;
   struct unlink_in_notify_policy {
     grace_domain<fake>* d;
     void unlist(node&) noexcept {}
     void notify(node& n) noexcept { synchronize_unless_dismantling(n, *d); }  // no note_unlinked
   };
   unreg_queue<node> q;
-  for (node* n : make_registered(3)) q.push(*n);
+  queue_registered(q, 3);
   const batch_stats s = rollback_many(q, unlink_in_notify_policy{&domain}, domain);
   EXPECT_EQ(s.dismantle_elided, 3u);
   EXPECT_EQ(s.grace_periods, 2u);
   EXPECT_EQ(fake::synchronizes(), 2u);
 }
 
-TEST(dismantle, an_elision_before_the_first_grace_period_needs_no_second) {
-  fake::reset();
-  grace_domain<fake> domain;
+TEST_F(dismantle, an_elision_before_the_first_grace_period_needs_no_second) {
   struct unlink_in_unlist_policy {
     grace_domain<fake>* d;
     void unlist(node& n) noexcept { synchronize_unless_dismantling(n, *d); }  // GP #1 covers it
   };
   unreg_queue<node> q;
-  for (node* n : make_registered(3)) q.push(*n);
+  queue_registered(q, 3);
   const batch_stats s = rollback_many(q, unlink_in_unlist_policy{&domain}, domain);
   EXPECT_EQ(s.dismantle_elided, 3u);
   EXPECT_EQ(s.grace_periods, 1u);

@@ -7,13 +7,14 @@
 
 #include <atomic>
 
+#include "support/flavors.hpp"
+
 namespace rcubatch {
 namespace {
 
 template <class F>
 class flavor_test : public ::testing::Test {};
-using all_flavors = ::testing::Types<flavor::memb, flavor::qsbr, flavor::mb, flavor::bp>;
-TYPED_TEST_SUITE(flavor_test, all_flavors);
+TYPED_TEST_SUITE(flavor_test, test::real_flavors);
 
 static_assert(rcu_flavor<counting_flavor<>>, "the test double models the same concept");
 

@@ -15,18 +15,14 @@
 #include <thread>
 #include <vector>
 
+#include "support/counting.hpp"
+#include "support/flavors.hpp"
+#include "support/thread_state.hpp"
+
 namespace rcubatch {
 namespace {
 
-struct tag;
-using fake = counting_flavor<tag>;
-
-class grace_domain_counting : public ::testing::Test {
- protected:
-  void SetUp() override { fake::reset(); }
-  void TearDown() override { fake::reset(); }
-  grace_domain<fake> domain;
-};
+struct grace_domain_counting : test::counting_test<struct tag> {};
 
 TEST_F(grace_domain_counting, synchronize_runs_and_counts_one_grace_period) {
   domain.synchronize();
@@ -42,19 +38,16 @@ TEST_F(grace_domain_counting, a_cookie_is_satisfied_only_after_a_later_grace_per
   EXPECT_FALSE(domain.elapsed(domain.snapshot())) << "a fresh cookie needs the next GP";
 }
 
-grace_domain<fake>* g_domain = nullptr;
-gp_cookie g_mid;
-
 TEST_F(grace_domain_counting, a_cookie_taken_during_a_grace_period_needs_the_next_one) {
   // A GP that was already running when the unlink happened may have missed a reader that saw the
   // unlinked object, so it does not count.
-  g_domain = &domain;
-  fake::on_synchronize = []() noexcept { g_mid = g_domain->snapshot(); };
+  gp_cookie mid;
+  fake::on_synchronize = [&] { mid = domain.snapshot(); };
   domain.synchronize();
   fake::on_synchronize = nullptr;
-  EXPECT_FALSE(domain.elapsed(g_mid));
+  EXPECT_FALSE(domain.elapsed(mid));
   domain.synchronize();
-  EXPECT_TRUE(domain.elapsed(g_mid));
+  EXPECT_TRUE(domain.elapsed(mid));
 }
 
 TEST_F(grace_domain_counting, wait_for_skips_a_grace_period_that_already_elapsed) {
@@ -151,32 +144,16 @@ TEST(grace_domain, concurrent_callers_are_each_served_by_their_own_or_a_coalesce
 // The racer flavor's on_synchronize hook holds the first GP "in progress" (the domain's sequence
 // odd) until the test releases it, so a second thread can snapshot / poll / wait while it runs.
 
-struct race_tag;
-using racer = counting_flavor<race_tag>;
-
-std::latch* g_gp_started = nullptr;
-std::latch* g_gp_release = nullptr;
-std::atomic<bool> g_hold_next_gp{false};
-std::atomic<bool> g_held_gp_ended{false};
-
-void hold_one_gp() noexcept {
-  if (!g_hold_next_gp.exchange(false)) return;
-  g_gp_started->count_down();
-  g_gp_release->wait();
-  g_held_gp_ended.store(true);  // the GP's body is over; the domain marks it ended right after
-}
-
-class grace_domain_race : public ::testing::Test {
- protected:
+struct grace_domain_race : test::counting_test<struct race_tag> {
+  using racer = fake;
   void SetUp() override {
-    racer::reset();
-    g_gp_started = &started;
-    g_gp_release = &release;
-    g_hold_next_gp = true;
-    g_held_gp_ended = false;
-    racer::on_synchronize = &hold_one_gp;
+    racer::on_synchronize = [this] {
+      if (!hold_next_gp.exchange(false)) return;
+      started.count_down();
+      release.wait();
+      held_gp_ended.store(true);  // the GP's body is over; the domain marks it ended right after
+    };
   }
-  void TearDown() override { racer::reset(); }
   /// Runs a GP on another thread and returns once it is in progress (held by the hook).
   std::thread start_held_gp() {
     std::thread t([this] { domain.synchronize(); });
@@ -185,7 +162,8 @@ class grace_domain_race : public ::testing::Test {
   }
   std::latch started{1};
   std::latch release{1};
-  grace_domain<racer> domain;
+  std::atomic<bool> hold_next_gp{true};
+  std::atomic<bool> held_gp_ended{false};
 };
 
 TEST_F(grace_domain_race, a_cookie_taken_during_another_threads_gp_is_not_covered_by_it) {
@@ -200,14 +178,6 @@ TEST_F(grace_domain_race, a_cookie_taken_during_another_threads_gp_is_not_covere
   EXPECT_TRUE(domain.elapsed(c));
 }
 
-/// 'R', 'S', ... from /proc: 'S' once a thread sleeps (here: blocked on the domain's GP mutex).
-char thread_state(pid_t tid) {
-  std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/stat");
-  std::string line;
-  std::getline(f, line);
-  const auto close = line.rfind(')');
-  return close == std::string::npos || close + 2 >= line.size() ? '?' : line[close + 2];
-}
 
 TEST_F(grace_domain_race, a_gp_still_running_on_another_thread_has_not_elapsed_yet) {
   const gp_cookie c = domain.snapshot();  // idle: the next GP to start covers it...
@@ -219,13 +189,13 @@ TEST_F(grace_domain_race, a_gp_still_running_on_another_thread_has_not_elapsed_y
   std::thread waiter([&] {
     waiter_tid = gettid();
     domain.wait_for(c);
-    ended_when_waiter_returned = g_held_gp_ended.load();
+    ended_when_waiter_returned = held_gp_ended.load();
     waiter_returned = true;
   });
   // Release the GP only once the waiter is asleep on the GP mutex (correct code) or has returned
   // (a mutant that counts the running GP) — no timing: both are observable states.
   while (waiter_tid.load() == 0) std::this_thread::yield();
-  while (!waiter_returned.load() && thread_state(waiter_tid.load()) != 'S') std::this_thread::yield();
+  while (!waiter_returned.load() && test::thread_state(waiter_tid.load()) != 'S') std::this_thread::yield();
   release.count_down();
   writer.join();
   waiter.join();
@@ -237,8 +207,7 @@ TEST_F(grace_domain_race, a_gp_still_running_on_another_thread_has_not_elapsed_y
 
 template <class F>
 class grace_domain_real : public ::testing::Test {};
-using real_flavors = ::testing::Types<flavor::memb, flavor::qsbr, flavor::mb, flavor::bp>;
-TYPED_TEST_SUITE(grace_domain_real, real_flavors);
+TYPED_TEST_SUITE(grace_domain_real, test::real_flavors);
 
 TYPED_TEST(grace_domain_real, counts_real_grace_periods) {
   grace_domain<TypeParam> domain;

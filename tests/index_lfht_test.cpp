@@ -20,6 +20,9 @@
 
 #include <gtest/gtest.h>
 
+#include "support/flavors.hpp"
+#include "support/misuse_capture.hpp"
+
 namespace rcubatch {
 namespace {
 
@@ -59,12 +62,7 @@ class lfht_index_test : public ::testing::Test {
   thread_registration<F> reg_;
   arena arena_;
 };
-using flavors = ::testing::Types<flavor::memb, flavor::qsbr, flavor::mb, flavor::bp>;
-struct flavor_names {
-  template <class F>
-  static std::string GetName(int) { return std::string(F::name); }
-};
-TYPED_TEST_SUITE(lfht_index_test, flavors, flavor_names);
+TYPED_TEST_SUITE(lfht_index_test, test::real_flavors, test::flavor_names);
 
 template <class Index, class K>
 session* find_in_guard(const Index& index, const K& key) {
@@ -243,14 +241,12 @@ TYPED_TEST(lfht_index_test, adding_a_linked_object_is_diagnosed_and_changes_noth
   EXPECT_TRUE(index.unlink(a));
 }
 
-void quiet_reporter(misuse_kind, std::string_view) noexcept {}
-
 TYPED_TEST(lfht_index_test, destroying_a_non_empty_index_reports_and_unlinks_the_objects) {
   session& a = this->arena_.make("alice", 1);
   session& b = this->arena_.make("bob", 2);
   const unsigned long before = misuse_count(misuse_kind::destroyed_while_linked);
   {
-    scoped_misuse_policy report(misuse_policy::report, &quiet_reporter);
+    scoped_misuse_policy report(misuse_policy::report, &test::quiet_reporter);
     name_index<TypeParam> index;
     ASSERT_TRUE(index.add_unique(a));
     ASSERT_TRUE(index.add_unique(b));
@@ -543,7 +539,7 @@ TEST(lfht_index_memb, destroying_an_automatic_index_inside_a_read_section_is_rep
   thread_registration<flavor::memb> reg;
   const unsigned long before = misuse_count(misuse_kind::blocking_in_read_section);
   {
-    scoped_misuse_policy report(misuse_policy::report, &quiet_reporter);
+    scoped_misuse_policy report(misuse_policy::report, &test::quiet_reporter);
     auto index = std::make_unique<name_index<flavor::memb>>(lfht_options{.growth = lfht_growth::automatic});
     read_guard<flavor::memb> guard;
     index.reset();

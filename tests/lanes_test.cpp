@@ -18,7 +18,9 @@
 #include <thread>
 #include <vector>
 
-#include "test_support.hpp"
+#include "support/counting.hpp"
+#include "support/flavors.hpp"
+#include "support/objects.hpp"  // kAlive, kPoison
 
 namespace rcubatch::test {
 namespace {
@@ -142,14 +144,13 @@ void expect_each_destroyed_once(registry& reg) {
 
 struct lanes_tag;
 using fake = counting_flavor<lanes_tag>;
+struct rollback_many_lanes : counting_test<lanes_tag> {};
 
-TEST(rollback_many_lanes, a_two_type_cascade_of_ten_thousand_sessions_costs_exactly_two_grace_periods) {
-  fake::reset();
+TEST_F(rollback_many_lanes, a_two_type_cascade_of_ten_thousand_sessions_costs_exactly_two_grace_periods) {
   constexpr int kSessions = 10'000;
   registry reg(kSessions);
   std::mt19937 rng(1);
   reg.populate(rng);
-  grace_domain<fake> domain;
   unreg_queue<session> sessions;
   unreg_queue<stream> streams;  // empty: streams join from the sessions' notify
   for (auto& s : reg.sessions) sessions.push(*s);
@@ -165,12 +166,10 @@ TEST(rollback_many_lanes, a_two_type_cascade_of_ten_thousand_sessions_costs_exac
   expect_each_destroyed_once(reg);
 }
 
-TEST(rollback_many_lanes, a_dependent_of_a_type_with_no_lane_is_refused_and_reported) {
-  fake::reset();
+TEST_F(rollback_many_lanes, a_dependent_of_a_type_with_no_lane_is_refused_and_reported) {
   registry reg(1);
   std::mt19937 rng(2);
   reg.populate(rng);
-  grace_domain<fake> domain;
   unreg_queue<session> sessions;
   sessions.push(*reg.sessions[0]);
   std::vector<misuse_kind> seen;
@@ -267,6 +266,15 @@ void two_sessions_two_streams(registry& reg) {
   }
 }
 
+/// two_sessions_two_streams, plus a cached route per session (reg.routes[i] is session i's).
+void two_sessions_two_streams_and_routes(registry& reg) {
+  two_sessions_two_streams(reg);
+  for (auto& s : reg.sessions) {
+    reg.routes.push_back(std::make_unique<route>(&reg.routes_disposed));
+    s->cached_route.store(reg.routes.back().get());
+  }
+}
+
 std::ptrdiff_t position(const std::vector<std::string>& log, const std::string& what) {
   for (std::size_t i = 0; i < log.size(); ++i)
     if (log[i] == what) return static_cast<std::ptrdiff_t>(i);
@@ -274,13 +282,11 @@ std::ptrdiff_t position(const std::vector<std::string>& log, const std::string& 
   return -1;
 }
 
-TEST(rollback_many_lanes, with_no_holder_every_stream_is_destroyed_before_its_session_in_one_pass) {
+TEST_F(rollback_many_lanes, with_no_holder_every_stream_is_destroyed_before_its_session_in_one_pass) {
   // ref_drain.hpp guarantee 3: the last lane first, newest first; nothing waits.
-  fake::reset();
   registry reg(2);
   two_sessions_two_streams(reg);
   reg.logging = true;
-  grace_domain<fake> domain;
   unreg_queue<session> sessions;
   unreg_queue<stream> streams;
   for (auto& s : reg.sessions) sessions.push(*s);
@@ -293,7 +299,7 @@ TEST(rollback_many_lanes, with_no_holder_every_stream_is_destroyed_before_its_se
   expect_each_destroyed_once(reg);
 }
 
-TEST(rollback_many_lanes, a_held_stream_delays_its_own_session_only) {
+TEST_F(rollback_many_lanes, a_held_stream_delays_its_own_session_only) {
   registry reg(2);
   two_sessions_two_streams(reg);
   stream& held = *reg.streams[0];  // session 0's stream 0
@@ -307,13 +313,9 @@ TEST(rollback_many_lanes, a_held_stream_delays_its_own_session_only) {
   expect_each_destroyed_once(reg);
 }
 
-TEST(rollback_many_lanes, a_held_session_delays_neither_other_sessions_nor_untied_retirees) {
+TEST_F(rollback_many_lanes, a_held_session_delays_neither_other_sessions_nor_untied_retirees) {
   registry reg(2);
-  two_sessions_two_streams(reg);
-  for (auto& s : reg.sessions) {
-    reg.routes.push_back(std::make_unique<route>(&reg.routes_disposed));
-    s->cached_route.store(reg.routes.back().get());
-  }
+  two_sessions_two_streams_and_routes(reg);
   session& held = *reg.sessions[0];
   // Free at once: session 1 and all four streams.
   std::atomic<int>* disposed = &reg.routes_disposed;
@@ -326,14 +328,10 @@ TEST(rollback_many_lanes, a_held_session_delays_neither_other_sessions_nor_untie
   expect_each_destroyed_once(reg);
 }
 
-TEST(rollback_many_lanes, untied_retirees_are_disposed_before_a_held_owner_lets_go_and_tied_ones_after) {
+TEST_F(rollback_many_lanes, untied_retirees_are_disposed_before_a_held_owner_lets_go_and_tied_ones_after) {
   for (bool tie : {false, true}) {
     registry reg(2);
-    two_sessions_two_streams(reg);
-    for (auto& s : reg.sessions) {
-      reg.routes.push_back(std::make_unique<route>(&reg.routes_disposed));
-      s->cached_route.store(reg.routes.back().get());
-    }
+    two_sessions_two_streams_and_routes(reg);
     session& held = *reg.sessions[0];
     route* held_route = reg.routes[0].get();
     // The holder checks the route's state when it lets go: tied → still alive, untied → gone.
@@ -348,30 +346,23 @@ TEST(rollback_many_lanes, untied_retirees_are_disposed_before_a_held_owner_lets_
 
 // --- writers that release the lock during waits --------------------------------------------------
 
-TEST(rollback_many_lanes, a_cascade_reaching_an_object_in_another_writers_batch_is_not_misuse_and_waits_for_it) {
+TEST_F(rollback_many_lanes, a_cascade_reaching_an_object_in_another_writers_batch_is_not_misuse_and_waits_for_it) {
   // Writer B unregisters stream 0.0 and releases the lock during its grace period #1; writer A's
   // batch on session 0 then reaches the same stream from notify. That is a legal interleaving:
   // A's session must wait for B's destroy of the stream, and nothing is reported.
-  struct b_tag;
-  using slow = counting_flavor<b_tag>;
-  slow::reset();
+  using slow = fake;
   registry reg(2);
   two_sessions_two_streams(reg);
   std::mutex writer_lock;
   // Two domains: B's parked GP holds its domain's GP mutex, which A's own GPs must not wait for.
-  grace_domain<slow> domain, domain_b;
+  grace_domain<slow> domain_b;  // A uses the fixture's `domain`
   std::latch b_in_gp1(1), a_done_notify(1);
   // B's first GP parks until A has run its cascade; later GPs (A's own, B's #2) pass through.
-  static std::latch* s_b_in_gp1;
-  static std::latch* s_a_done;
-  static std::atomic<int> s_gps;
-  s_b_in_gp1 = &b_in_gp1;
-  s_a_done = &a_done_notify;
-  s_gps = 0;
-  slow::on_synchronize = []() noexcept {
-    if (s_gps.fetch_add(1) == 0) {
-      s_b_in_gp1->count_down();
-      s_a_done->wait();
+  std::atomic<int> gps{0};
+  slow::on_synchronize = [&] {
+    if (gps.fetch_add(1) == 0) {
+      b_in_gp1.count_down();
+      a_done_notify.wait();
     }
   };
   const unsigned long misuse_before =
@@ -402,7 +393,6 @@ TEST(rollback_many_lanes, a_cascade_reaching_an_object_in_another_writers_batch_
     rollback_many(domain, unlock_during_waits(lock), lane(sessions, sp), lane(streams, stream_policy{&reg}));
   }
   writer_b.join();
-  slow::reset();
   EXPECT_EQ(misuse_count(misuse_kind::already_unregistering) + misuse_count(misuse_kind::queued_too_late),
             misuse_before)
       << "a legal race is not misuse";
@@ -421,8 +411,7 @@ TEST(rollback_many_lanes, a_cascade_reaching_an_object_in_another_writers_batch_
 
 template <class F>
 class rollback_many_lanes_real : public ::testing::Test {};
-using lane_flavors = ::testing::Types<flavor::memb, flavor::qsbr>;
-TYPED_TEST_SUITE(rollback_many_lanes_real, lane_flavors);
+TYPED_TEST_SUITE(rollback_many_lanes_real, two_reader_disciplines<>);
 
 TYPED_TEST(rollback_many_lanes_real, readers_never_see_a_destroyed_session_stream_or_route) {
   using F = TypeParam;

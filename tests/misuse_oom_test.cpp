@@ -1,46 +1,32 @@
 // Out of memory while diagnosing misuse in noexcept code must still report and refuse, never end in
 // std::terminate (issue 12 defect 4: every noexcept diagnostic built a std::string).
 //
-// This binary replaces the global operator new (its own executable, so the other tests keep the
-// sanitizers' allocator checks): while `g_fail` is set every allocation throws std::bad_alloc.
+// This binary replaces the global operator new (tests/support/replaced_operator_new.hpp; its own
+// executable, so the other tests keep the sanitizers' allocator checks): while no_memory is alive
+// every allocation throws std::bad_alloc.
 #include <rcubatch/rollback_many.hpp>
 #include <rcubatch/counting_flavor.hpp>
 
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <cstdlib>
-#include <new>
 #include <string_view>
 
-namespace {
-std::atomic<bool> g_fail{false};
-}
-
-void* operator new(std::size_t n) {
-  if (g_fail.load(std::memory_order_relaxed)) throw std::bad_alloc();
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-// GCC cannot see that this file's operator new is malloc.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+#include "support/objects.hpp"
+#include "support/replaced_operator_new.hpp"  // g_fail_every_allocation
 
 namespace rcubatch {
 namespace {
 
-struct obj : registrable<obj> {};
+using test::node;
 
 /// Counts reports without allocating.
 std::atomic<int> g_reports{0};
 void count_report(misuse_kind, std::string_view) noexcept { g_reports.fetch_add(1); }
 
 struct no_memory {
-  no_memory() { g_fail = true; }
-  ~no_memory() { g_fail = false; }
+  no_memory() { g_fail_every_allocation = true; }
+  ~no_memory() { g_fail_every_allocation = false; }
 };
 
 TEST(misuse_out_of_memory, an_underflowing_put_is_reported_with_no_memory_left) {
@@ -61,27 +47,27 @@ TEST(misuse_out_of_memory, a_late_queue_and_a_double_retire_are_reported_with_no
   scoped_misuse_policy p(misuse_policy::report, &count_report);
   using F = counting_flavor<struct oom_tag>;
   grace_domain<F> domain;
-  auto* a = new obj;
-  auto* late = new obj;
+  auto* a = new node;
+  auto* late = new node;
   a->mark_registered();
   late->mark_registered();
-  struct node : retire_node {
-    node() {
+  struct sub_object : retire_node {
+    sub_object() {
       dispose = [](retire_node*) noexcept {};
     }
   } sub;
   struct policy {
-    obj* late;
+    node* late;
     retire_node* sub;
-    void unlist(obj&) noexcept {}
-    void uninit(obj&, batch& b) noexcept {
+    void unlist(node&) noexcept {}
+    void uninit(node&, batch& b) noexcept {
       no_memory oom;
       b.queue(*late);  // queued_too_late, from noexcept code
       b.retire(*sub);
       b.retire(*sub);  // retired_twice
     }
   } pol{late, &sub};
-  unreg_queue<obj> q;
+  unreg_queue<node> q;
   q.push(*a);
   g_reports = 0;
   rollback_many(q, pol, domain);

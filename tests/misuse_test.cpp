@@ -6,11 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "support/misuse_capture.hpp"
+
 namespace rcubatch {
 namespace {
-
-std::string g_last;
-void capture(misuse_kind, std::string_view msg) noexcept { g_last = std::string(msg); }
 
 TEST(misuse, the_default_policy_throws_before_anything_changes) {
   EXPECT_EQ(current_misuse_policy(), misuse_policy::throw_error);
@@ -24,11 +23,14 @@ TEST(misuse, the_default_policy_throws_before_anything_changes) {
 }
 
 TEST(misuse, report_calls_the_reporter_counts_and_returns) {
-  scoped_misuse_policy p(misuse_policy::report, &capture);
+  test::misuse_capture cap;
+  scoped_misuse_policy p(misuse_policy::report, cap);
   const unsigned long before = misuse_count(misuse_kind::ref_underflow);
   detail::diagnose(misuse_kind::ref_underflow, "put without hold");
   EXPECT_EQ(misuse_count(misuse_kind::ref_underflow), before + 1);
-  EXPECT_EQ(g_last, "put without hold");
+  EXPECT_EQ(cap.calls, 1);
+  EXPECT_EQ(cap.last_kind, misuse_kind::ref_underflow);
+  EXPECT_EQ(cap.last_message, "put without hold");
 }
 
 TEST(misuse, the_scoped_policy_restores_the_previous_one) {
@@ -40,10 +42,11 @@ TEST(misuse, the_scoped_policy_restores_the_previous_one) {
 }
 
 TEST(misuse, noexcept_contexts_report_instead_of_throwing) {
-  scoped_misuse_policy p(misuse_policy::throw_error, &capture);
-  g_last.clear();
+  test::misuse_capture cap;
+  scoped_misuse_policy p(misuse_policy::throw_error, cap);
   detail::diagnose_noexcept(misuse_kind::hold_after_drain, "late hold");
-  EXPECT_EQ(g_last, "late hold");
+  EXPECT_EQ(cap.calls, 1);
+  EXPECT_EQ(cap.last_message, "late hold");
 }
 
 TEST(misuse_death, abort_process_prints_and_aborts) {
@@ -84,6 +87,11 @@ TEST(misuse, a_reporter_with_state_is_called_with_its_context) {
   detail::diagnose(misuse_kind::ref_underflow, "after the scope");
   EXPECT_EQ(seen.size(), 2u);
 }
+
+// A plain function reporter on purpose (it can only share state through a global): the test is
+// about restoring one.
+std::string g_last;
+void capture(misuse_kind, std::string_view msg) noexcept { g_last = std::string(msg); }
 
 TEST(misuse, the_scoped_policy_restores_a_plain_reporter_after_a_callable_one) {
   scoped_misuse_policy outer(misuse_policy::report, &capture);

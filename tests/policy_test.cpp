@@ -4,13 +4,14 @@
 
 #include <gtest/gtest.h>
 
-#include "test_support.hpp"
+#include "support/counting.hpp"
+#include "support/objects.hpp"
+#include "support/policies.hpp"
 
 namespace rcubatch::test {
 namespace {
 
-struct tag;
-using fake = counting_flavor<tag>;
+struct policy : counting_test<struct policy_tag> {};
 using hooks_of = detail::policy_hooks<recording_policy, node>;
 
 struct only_destroy {
@@ -44,39 +45,33 @@ struct const_hooks {
 };
 static_assert(detail::policy_hooks<const const_hooks, node>::check());
 
-TEST(policy, hooks_may_take_the_batch_or_not) {
-  fake::reset();
-  grace_domain<fake> domain;
+TEST_F(policy, hooks_may_take_the_batch_or_not) {
   one_arg_hooks p;
   unreg_queue<node> q;
-  for (node* n : make_registered(5)) q.push(*n);
+  queue_registered(q, 5);
   const batch_stats s = rollback_many(q, p, domain);
   EXPECT_EQ(p.notified, 5);
   EXPECT_EQ(p.uninited, 5);
   EXPECT_EQ(s.grace_periods, 2u) << "a void uninit counts as having unlinked something";
 }
 
-TEST(policy, an_uninit_returning_false_everywhere_skips_the_second_grace_period) {
-  fake::reset();
-  grace_domain<fake> domain;
+TEST_F(policy, an_uninit_returning_false_everywhere_skips_the_second_grace_period) {
   unreg_queue<node> q;
-  for (node* n : make_registered(5)) q.push(*n);
-  EXPECT_EQ(rollback_many(q, recording_policy{nullptr, false}, domain).grace_periods, 1u);
+  queue_registered(q, 5);
+  EXPECT_EQ(rollback_many(q, recording_policy{.uninit_unlinks = false}, domain).grace_periods, 1u);
 }
 
-TEST(policy, one_uninit_returning_true_is_enough_to_need_it) {
-  fake::reset();
-  grace_domain<fake> domain;
+TEST_F(policy, one_uninit_returning_true_is_enough_to_need_it) {
   struct picky {
     static constexpr bool publishes_nothing() { return true; }
     bool uninit(node& n) noexcept { return n.id == 3; }
   };
   unreg_queue<node> q;
-  for (node* n : make_registered(5)) q.push(*n);
+  queue_registered(q, 5);
   EXPECT_EQ(rollback_many(q, picky{}, domain).grace_periods, 2u);
 }
 
-TEST(policy, objects_without_a_name_hook_are_reported_as_unnamed) {
+TEST_F(policy, objects_without_a_name_hook_are_reported_as_unnamed) {
   only_destroy p;
   detail::policy_hooks<only_destroy, node> hooks{p};
   node n(1);

@@ -4,9 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 #include <thread>
 #include <vector>
+
+#include "support/misuse_capture.hpp"
 
 namespace rcubatch {
 namespace {
@@ -54,15 +57,7 @@ TEST(read_guard, a_memb_guard_is_seen_by_liburcu_too) {
 
 // --- misuse: readers that no grace period would wait for (issue 9 item 5) ---------------------
 
-/// Captures reports for a scope under the report policy.
-struct captured_reports {
-  std::vector<misuse_kind> kinds;
-  std::vector<std::string> messages;
-  void operator()(misuse_kind k, std::string_view m) noexcept {
-    kinds.push_back(k);
-    messages.emplace_back(m);
-  }
-};
+using captured_reports = test::misuse_log;
 
 TEST(read_guard, a_guard_on_an_unregistered_thread_is_diagnosed_and_the_thread_registered) {
   captured_reports reports;
@@ -134,12 +129,25 @@ TEST(read_guard, thread_registrations_nest_and_only_the_outermost_unregisters) {
   EXPECT_TRUE(flavor::qsbr::read_ongoing()) << "the inner registration's end left the thread registered";
 }
 
-TEST(read_guard, a_qsbr_guard_on_an_offline_thread_is_diagnosed_and_online_for_the_guard) {
+/// Runs `body` on a registered (online) qsbr thread under misuse_policy::report; expects exactly
+/// one diagnostic from it, of kind reader_offline, and the thread online again after. Returns the
+/// report's message ("" when there was none).
+std::string the_one_reader_offline_report(const std::function<void()>& body) {
   captured_reports reports;
   scoped_misuse_policy report(misuse_policy::report, reports);
   const unsigned long before = misuse_count(misuse_kind::reader_offline);
   thread_registration<flavor::qsbr> reg;
-  {
+  body();
+  EXPECT_TRUE(flavor::qsbr::read_ongoing());
+  EXPECT_EQ(misuse_count(misuse_kind::reader_offline), before + 1);
+  EXPECT_EQ(reports.kinds.size(), 1u);
+  if (reports.kinds.empty()) return {};
+  EXPECT_EQ(reports.kinds[0], misuse_kind::reader_offline);
+  return reports.messages[0];
+}
+
+TEST(read_guard, a_qsbr_guard_on_an_offline_thread_is_diagnosed_and_online_for_the_guard) {
+  the_one_reader_offline_report([] {
     offline_scope<flavor::qsbr> off;
     {
       read_guard<flavor::qsbr> guard;
@@ -147,27 +155,16 @@ TEST(read_guard, a_qsbr_guard_on_an_offline_thread_is_diagnosed_and_online_for_t
       read_guard<flavor::qsbr> nested;
     }
     EXPECT_FALSE(flavor::qsbr::read_ongoing()) << "offline again once the outermost guard ended";
-  }
-  EXPECT_TRUE(flavor::qsbr::read_ongoing());
-  EXPECT_EQ(misuse_count(misuse_kind::reader_offline), before + 1);
-  ASSERT_EQ(reports.kinds.size(), 1u);
-  EXPECT_EQ(reports.kinds[0], misuse_kind::reader_offline);
+  });
 }
 
 TEST(read_guard, an_offline_scope_inside_a_qsbr_guard_is_diagnosed_and_refused) {
-  captured_reports reports;
-  scoped_misuse_policy report(misuse_policy::report, reports);
-  const unsigned long before = misuse_count(misuse_kind::reader_offline);
-  thread_registration<flavor::qsbr> reg;
-  {
+  const std::string message = the_one_reader_offline_report([] {
     read_guard<flavor::qsbr> guard;
     offline_scope<flavor::qsbr> off;
     EXPECT_TRUE(flavor::qsbr::read_ongoing()) << "refused: the guard still protects its pointers";
-  }
-  EXPECT_TRUE(flavor::qsbr::read_ongoing());
-  EXPECT_EQ(misuse_count(misuse_kind::reader_offline), before + 1);
-  ASSERT_EQ(reports.kinds.size(), 1u);
-  EXPECT_NE(reports.messages[0].find("offline_scope<qsbr> opened inside a read_guard"), std::string::npos);
+  });
+  EXPECT_NE(message.find("offline_scope<qsbr> opened inside a read_guard"), std::string::npos) << message;
 }
 
 TEST(read_guard, an_offline_scope_inside_a_memb_guard_is_harmless_and_not_diagnosed) {

@@ -16,7 +16,9 @@
 #include <thread>
 #include <vector>
 
-#include "test_support.hpp"
+#include "support/counting.hpp"
+#include "support/flavors.hpp"
+#include "support/objects.hpp"
 
 namespace rcubatch::test {
 namespace {
@@ -51,9 +53,7 @@ struct items_with_uninit : items {
   void uninit(item&) noexcept {}
 };
 
-class registry_counting : public ::testing::Test {
- protected:
-  void SetUp() override { CF::reset(); }
+struct registry_counting : counting_test<registry_test_tag> {
   thread_registration<flavor::memb> reg_;  // the indexes are memb rculfhash tables
 };
 
@@ -310,27 +310,22 @@ TEST_F(registry_cascade, a_held_session_is_destroyed_after_its_streams_and_after
 
 // --- the writer lock during the waits ------------------------------------------------------------
 
-std::mutex* g_writer_lock = nullptr;
-std::atomic<int> g_lock_free_during_gp{0};
-void probe_lock() noexcept {
-  if (g_writer_lock->try_lock()) {
-    g_writer_lock->unlock();
-    ++g_lock_free_during_gp;
-  }
-}
-
 TEST_F(registry_counting, the_lock_is_held_through_the_batch_unless_unlock_during_waits) {
-  CF::on_synchronize = &probe_lock;
   for (bool udw : {false, true}) {
-    g_lock_free_during_gp = 0;
+    int lock_free_during_gp = 0;
     basic_registry<CF, std::mutex, items_with_uninit> reg(registry_options{.unlock_during_waits = udw});
-    g_writer_lock = &reg.writer_lock();
+    CF::on_synchronize = [&] {  // probes the writer lock from inside each grace period
+      if (reg.writer_lock().try_lock()) {
+        reg.writer_lock().unlock();
+        ++lock_free_during_gp;
+      }
+    };
     auto* a = new item(1, "a");
     ASSERT_TRUE(reg.add(*a));
     EXPECT_EQ(reg.unregister(*a).grace_periods, 2u);
-    EXPECT_EQ(g_lock_free_during_gp.load(), udw ? 2 : 0) << "unlock_during_waits = " << udw;
+    EXPECT_EQ(lock_free_during_gp, udw ? 2 : 0) << "unlock_during_waits = " << udw;
+    CF::on_synchronize = nullptr;  // it captures this iteration's registry
   }
-  CF::on_synchronize = nullptr;
 }
 
 // --- real readers: never a destroyed object ------------------------------------------------------
@@ -348,8 +343,7 @@ struct poisoning_items : indexed<item, item_by_id<F>> {
 
 template <class F>
 class registry_real : public ::testing::Test {};
-using real_flavors = ::testing::Types<flavor::memb, flavor::qsbr>;
-TYPED_TEST_SUITE(registry_real, real_flavors);
+TYPED_TEST_SUITE(registry_real, two_reader_disciplines<>);
 
 TYPED_TEST(registry_real, a_reader_never_sees_a_destroyed_object) {
   using F = TypeParam;

@@ -35,11 +35,13 @@
 #include <rcubatch.hpp>
 #include <rcubatch/counting_flavor.hpp>
 
+#include "support/counting.hpp"
+#include "support/flavors.hpp"
+#include "support/objects.hpp"  // kAlive, kPoison
+#include "support/thread_state.hpp"
+
 namespace rcubatch::test {
 namespace {
-
-constexpr std::uint64_t kAlive = 0xA11FE;
-constexpr std::uint64_t kPoison = 0xDEADDEAD;
 
 /// What every thread of a test waits on: GP starts, poisonings, the reader's handshake and a GP
 /// held "in progress" on another thread. One mutex and one condvar: every wait is a predicate.
@@ -97,6 +99,19 @@ struct board_t {
   }
 };
 board_t board;
+
+/// Starts a GP of `domain` on a new thread and returns once the board holds it at `where`: a GP
+/// in progress on another thread. board.let_go() ends it; the caller joins the thread.
+template <class F>
+std::thread start_held_gp(grace_domain<F>& domain, board_t::hold where) {
+  {
+    std::lock_guard l(board.m);
+    board.hold_next = where;
+  }
+  std::thread t([&domain] { domain.synchronize(); });
+  board.wait_held();
+  return t;
+}
 
 /// The real flavor, plus the board's GP hooks around each synchronize().
 template <class Base>
@@ -179,14 +194,6 @@ struct hook_lock {
   }
 };
 
-/// 'S' once a thread sleeps (here: blocked on the domain's GP mutex); see grace_domain_test.
-char thread_state(pid_t tid) {
-  std::ifstream f("/proc/self/task/" + std::to_string(tid) + "/stat");
-  std::string line;
-  std::getline(f, line);
-  const auto close = line.rfind(')');
-  return close == std::string::npos || close + 2 >= line.size() ? '?' : line[close + 2];
-}
 
 // --- the policies --------------------------------------------------------------------------------
 
@@ -241,8 +248,26 @@ class windows : public ::testing::Test {
   void SetUp() override { board.reset(); }
   void TearDown() override { board.reset(); }
 };
-using real_flavors = ::testing::Types<hooked<flavor::memb>, hooked<flavor::qsbr>>;
-TYPED_TEST_SUITE(windows, real_flavors);
+TYPED_TEST_SUITE(windows, two_reader_disciplines<hooked>);
+
+/// The batch of a window test: `x` alone in a queue through `policy`; the reader is joined after.
+template <class F, class T, class Policy, class... Options>
+batch_stats run_batch_then_join(window_reader<F, T>& reader, item& x, Policy policy, grace_domain<F>& domain,
+                                Options&&... options) {
+  unreg_queue<item> q;
+  q.push(x);
+  const batch_stats st = rollback_many(q, policy, domain, std::forward<Options>(options)...);
+  reader.join();
+  return st;
+}
+
+/// The reader found the object while it was linked and never saw it destroyed; `broken` says
+/// what the batch did wrong otherwise.
+template <class F, class T>
+void expect_alive_for_the_reader(const window_reader<F, T>& reader, const char* broken) {
+  EXPECT_TRUE(reader.found);
+  EXPECT_FALSE(reader.saw_poison) << broken;
+}
 
 // Window: a dependent's unlist (after GP #1) .. GP #2. Kills "GP #2 skipped when only the cascade
 // needs it" and "the unregistering state transition skipped".
@@ -254,13 +279,9 @@ TYPED_TEST(windows, a_reader_holding_a_dependent_unlisted_after_gp1_sees_it_aliv
   parent->dependent = dep.get();
   window_reader<F, item> reader(dep_slot);
   grace_domain<F> domain;
-  unreg_queue<item> q;
-  q.push(*parent);
-  const batch_stats st = rollback_many(q, cascade_policy{}, domain);
-  reader.join();
-  EXPECT_TRUE(reader.found);
-  EXPECT_FALSE(reader.saw_poison) << "the dependent was destroyed while a reader that found it before its unlist "
-                                     "still held it (no GP between the unlist and the destroy)";
+  const batch_stats st = run_batch_then_join(reader, *parent, cascade_policy{}, domain);
+  expect_alive_for_the_reader(reader, "the dependent was destroyed while a reader that found it before its unlist "
+                                      "still held it (no GP between the unlist and the destroy)");
   EXPECT_EQ(reader.state_seen, reg_state::unregistering);
   EXPECT_EQ(st.grace_periods, 2u);
   EXPECT_EQ(dep->poison.load(), kPoison);
@@ -276,13 +297,9 @@ TYPED_TEST(windows, a_reader_holding_a_sub_object_retired_in_uninit_sees_it_aliv
   x->part_slot.store(&x->part);
   window_reader<F, sub> reader(x->part_slot);
   grace_domain<F> domain;
-  unreg_queue<item> q;
-  q.push(*x);
-  const batch_stats st = rollback_many(q, retire_policy{}, domain);
-  reader.join();
-  EXPECT_TRUE(reader.found);
-  EXPECT_FALSE(reader.saw_poison) << "the retired sub-object was disposed under a reader that found it before "
-                                     "its unlink";
+  const batch_stats st = run_batch_then_join(reader, *x, retire_policy{}, domain);
+  expect_alive_for_the_reader(reader, "the retired sub-object was disposed under a reader that found it before "
+                                      "its unlink");
   EXPECT_EQ(st.grace_periods, 2u);
   EXPECT_EQ(x->part.poison.load(), kPoison);
   EXPECT_EQ(x->poison.load(), kPoison);
@@ -297,12 +314,8 @@ TYPED_TEST(windows, a_reader_holding_an_object_unlinked_by_a_dismantle_elision_s
   x->second_slot.store(x.get());
   window_reader<F, item> reader(x->second_slot);
   grace_domain<F> domain;
-  unreg_queue<item> q;
-  q.push(*x);
-  const batch_stats st = rollback_many(q, dismantle_policy<F>{&domain}, domain);
-  reader.join();
-  EXPECT_TRUE(reader.found);
-  EXPECT_FALSE(reader.saw_poison) << "destroyed with no GP after the secondary unlink";
+  const batch_stats st = run_batch_then_join(reader, *x, dismantle_policy<F>{&domain}, domain);
+  expect_alive_for_the_reader(reader, "destroyed with no GP after the secondary unlink");
   EXPECT_EQ(st.dismantle_elided, 1u);
   EXPECT_EQ(x->poison.load(), kPoison);
 }
@@ -316,24 +329,16 @@ TYPED_TEST(windows, a_gp_that_began_before_the_unlink_does_not_cover_it) {
   std::atomic<item*> slot{nullptr};
   auto x = make_item(slot);
   grace_domain<F> domain;
-  {
-    std::lock_guard l(board.m);
-    board.hold_next = board_t::hold::after_gp;
-  }
-  std::thread other([&] { domain.synchronize(); });
-  board.wait_held();  // its flavor GP is over; the domain's sequence is still odd
+  // Its flavor GP is over; the domain's sequence is still odd.
+  std::thread other = start_held_gp(domain, board_t::hold::after_gp);
   window_reader<F, item> reader(slot);  // registered only now: that GP never waited for it
   board.let_reader_look_up();
   hook_lock lock;
   lock.on_first_unlock = [] { board.let_go(); };  // after the batch's snapshot: let that GP end
-  unreg_queue<item> q;
-  q.push(*x);
-  const batch_stats st = rollback_many(q, plain_policy{}, domain, unlock_during_waits(lock));
-  reader.join();
+  const batch_stats st = run_batch_then_join(reader, *x, plain_policy{}, domain, unlock_during_waits(lock));
   other.join();
-  EXPECT_TRUE(reader.found);
-  EXPECT_FALSE(reader.saw_poison) << "destroyed after a GP that began before its unlink (and never waited for "
-                                     "the reader)";
+  expect_alive_for_the_reader(reader, "destroyed after a GP that began before its unlink (and never waited for "
+                                      "the reader)");
   EXPECT_EQ(st.grace_periods, 1u);
   EXPECT_EQ(x->poison.load(), kPoison);
 }
@@ -352,12 +357,8 @@ TYPED_TEST(windows, a_gp_still_in_progress_on_another_thread_is_waited_for) {
   std::atomic<bool> unlock_returned{false};
   hook_lock lock;
   lock.on_first_unlock = [&] {  // after the snapshot (idle) and the elapsed check
-    {
-      std::lock_guard l(board.m);
-      board.hold_next = board_t::hold::before_gp;  // in progress for the domain, not begun for liburcu
-    }
-    other = std::thread([&] { domain.synchronize(); });
-    board.wait_held();
+    // In progress for the domain, not begun for liburcu.
+    other = start_held_gp(domain, board_t::hold::before_gp);
     unlock_returned = true;
   };
   std::atomic<pid_t> writer_tid{0};
@@ -376,8 +377,7 @@ TYPED_TEST(windows, a_gp_still_in_progress_on_another_thread_is_waited_for) {
   writer.join();
   other.join();
   reader.join();
-  EXPECT_TRUE(reader.found);
-  EXPECT_FALSE(reader.saw_poison) << "destroyed while the GP covering its unlink was still in progress";
+  expect_alive_for_the_reader(reader, "destroyed while the GP covering its unlink was still in progress");
   EXPECT_EQ(x->poison.load(), kPoison);
   EXPECT_EQ(st.grace_periods + st.gps_elided, 1u);
 }
@@ -477,12 +477,8 @@ drain_options quiet_drain() {
   return o;
 }
 
-class drain_windows : public ::testing::Test {
- protected:
-  void SetUp() override {
-    fake::reset();
-    board.reset();
-  }
+struct drain_windows : counting_test<drain_tag> {
+  void SetUp() override { board.reset(); }
 };
 
 // The put lands after the drain has counted the object as held (the trigger is destroyed after it
@@ -498,7 +494,6 @@ TEST_F(drain_windows, a_put_after_the_drain_started_waiting_wakes_it) {
     holder h;
     h.action = [&] { held->refs().put(); };
     h.start();
-    grace_domain<fake> domain;
     rollback_options opts;
     opts.drain = quiet_drain();
     batch_stats st;
@@ -544,7 +539,6 @@ TEST_F(drain_windows, an_object_still_held_once_is_not_destroyed) {
     if (alive_while_held) held->refs().put();
   };
   h.start();
-  grace_domain<fake> domain;
   rollback_options opts;
   opts.drain = quiet_drain();
   opts.drain.stall_report_interval = std::chrono::milliseconds(5);
@@ -574,7 +568,6 @@ TEST_F(drain_windows, the_stall_report_names_a_held_object) {
   h.action = [&] { held->refs().put(); };
   h.start();
   std::string line;
-  grace_domain<fake> domain;
   rollback_options opts;
   opts.drain = quiet_drain();
   opts.drain.stall_report_interval = std::chrono::milliseconds(5);
@@ -608,7 +601,6 @@ TEST_F(drain_windows, a_sub_object_retired_with_its_owner_outlives_the_owners_ho
     owner->refs().put();
   };
   h.start();
-  grace_domain<fake> domain;
   rollback_options opts;
   opts.drain = quiet_drain();
   opts.drain.rebroadcast_interval = std::chrono::milliseconds(1);
@@ -640,7 +632,6 @@ TEST_F(drain_windows, a_parent_is_destroyed_after_its_held_dependent_and_only_th
   holder h;
   h.action = [&] { child->refs().put(); };
   h.start();
-  grace_domain<fake> domain;
   rollback_options opts;
   opts.drain = quiet_drain();
   opts.drain.rebroadcast_interval = std::chrono::milliseconds(1);

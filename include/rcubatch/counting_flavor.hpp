@@ -9,7 +9,9 @@
 // timing anything. It provides no real RCU protection: use it only where no other thread reads.
 // call() queues the callback; the next synchronize() or barrier() runs every queued one, in order.
 // on_synchronize, when set, runs inside every synchronize — tests use it to record phase order,
-// or to hold a grace period "in progress" on one thread while another races it.
+// or to hold a grace period "in progress" on one thread while another races it. It is a
+// std::function, so the hook can carry its context (`F::on_synchronize = [&] { log.push_back("GP"); }`)
+// instead of reaching for globals; plain function pointers and nullptr still assign.
 // Threads need no registration (registers_lazily): there is no protection to forget.
 //
 // Contracts, for every member: Throws: nothing. Blocking: never, except synchronize() and
@@ -18,6 +20,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <mutex>
 #include <string_view>
 #include <vector>
@@ -45,7 +48,7 @@ struct counting_flavor {
   /// call() so far, in order. Complexity: O(queued callbacks).
   static void synchronize() noexcept {
     synchronize_count_.fetch_add(1);
-    if (auto hook = on_synchronize) hook();
+    if (on_synchronize) on_synchronize();
     run_callbacks();
   }
   /// Effects: queues f(h) for the next synchronize() or barrier(). Requires: h valid until then.
@@ -74,9 +77,13 @@ struct counting_flavor {
   }
 
   /// Called inside every synchronize(), on the calling thread, between the domain's "GP started"
-  /// and "GP ended" marks. A plain function pointer: tests share state through globals.
-  /// Requires: set and cleared only while no thread is inside synchronize() of this Tag.
-  static inline void (*on_synchronize)() noexcept = nullptr;
+  /// and "GP ended" marks. Any callable: a lambda capturing the test's locals, a function pointer.
+  /// Requires: set and cleared only while no thread is inside synchronize() of this Tag; the
+  /// callable does not throw (it runs inside the noexcept synchronize(): a throw terminates) and
+  /// whatever it captures by reference outlives its use (reset() clears it).
+  /// Throws (assignment): std::bad_alloc if the callable's state does not fit std::function's
+  /// small buffer and allocation fails.
+  static inline std::function<void()> on_synchronize;
 
  private:
   static void run_callbacks() noexcept {

@@ -5,29 +5,8 @@
 // sanitizers' allocator checks) so that a test can make exactly the K-th allocation from now throw.
 #include <gtest/gtest.h>
 
-#include <atomic>
-#include <cstdlib>
-#include <new>
-
 #include "netsim/session.hpp"
-
-namespace {
-std::atomic<long> g_allocations_until_failure{-1};  // -1: never fail
-}
-
-void* operator new(std::size_t n) {
-  if (g_allocations_until_failure.load(std::memory_order_relaxed) >= 0 &&
-      g_allocations_until_failure.fetch_sub(1, std::memory_order_relaxed) == 0)
-    throw std::bad_alloc();
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-// GCC cannot see that this file's operator new is malloc.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-#endif
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+#include "../../../tests/support/replaced_operator_new.hpp"  // g_allocations_until_failure
 
 namespace {
 

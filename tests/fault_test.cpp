@@ -1,4 +1,4 @@
-// tests/stress/fault_test.cpp — faults: a throwing validate hook, an allocation failure in the
+// tests/fault_test.cpp — faults: a throwing validate hook, an allocation failure in the
 // middle of a cascade, a leaked reference. Each test asserts what the registry looks like after
 // the fault (states, queue contents, indexes, exact destroy and grace-period counts), not only that
 // nothing crashed. No sleeps: threads meet on condition variables and latches.
@@ -16,6 +16,7 @@
 
 #include "rcubatch.hpp"
 #include "rcubatch/counting_flavor.hpp"
+#include "support/counting.hpp"
 
 // --- Allocation-failure injection -------------------------------------------------------------
 // batch::retire(U*) allocates its node with nothrow new. Replacing the nothrow operator new lets a
@@ -142,11 +143,11 @@ struct tree_policy {
   }
 };
 
+struct fault : rcubatch::test::counting_test<struct fault_tag> {};
+
 // --- validate throws ------------------------------------------------------------------------
-TEST(fault, validate_that_throws_aborts_the_batch_with_nothing_changed) {
-  using F = rcubatch::counting_flavor<struct validate_throws_tag>;
-  F::reset();
-  rcubatch::grace_domain<F> domain;
+TEST_F(fault, validate_that_throws_aborts_the_batch_with_nothing_changed) {
+  using F = fake;
   registry reg(200);
   std::vector<node*> all;
   for (int i = 0; i < 100; ++i) all.push_back(reg.add(i, i >= 50 ? all[static_cast<std::size_t>(i - 50)] : nullptr));
@@ -190,10 +191,8 @@ TEST(fault, validate_that_throws_aborts_the_batch_with_nothing_changed) {
 }
 
 // --- allocation failure during a cascade ----------------------------------------------------
-TEST(fault, allocation_failure_in_a_cascade_falls_back_to_an_inline_grace_period) {
-  using F = rcubatch::counting_flavor<struct alloc_fail_tag>;
-  F::reset();
-  rcubatch::grace_domain<F> domain;
+TEST_F(fault, allocation_failure_in_a_cascade_falls_back_to_an_inline_grace_period) {
+  using F = fake;
   registry reg(64);
   // A chain 0 → 1 → 2 → 3 (each the dependent of the previous) plus 10 → 11, 10 → 12.
   node* a = reg.add(0);
@@ -250,9 +249,9 @@ void capture_line(std::string_view line) noexcept {
   g_lines_cv.notify_all();
 }
 
-TEST(fault, leaked_ref_gives_the_stall_report_and_no_early_destroy_until_released) {
+TEST_F(fault, leaked_ref_gives_the_stall_report_and_no_early_destroy_until_released) {
   using F = rcubatch::flavor::memb;
-  rcubatch::grace_domain<F> domain;
+  rcubatch::grace_domain<F> memb_domain;  // a real flavor: the fixture's counting domain is unused here
   registry reg(8);
   node* held = reg.add(1);
   reg.add(2);
@@ -275,7 +274,7 @@ TEST(fault, leaked_ref_gives_the_stall_report_and_no_early_destroy_until_release
     opts.drain.rebroadcast_interval = std::chrono::milliseconds(1);
     opts.drain.reporter = &capture_line;
     std::unique_lock lock(writer_lock);
-    st = rcubatch::rollback_many(q, policy, domain, rcubatch::unlock_during_waits(writer_lock), opts);
+    st = rcubatch::rollback_many(q, policy, memb_domain, rcubatch::unlock_during_waits(writer_lock), opts);
   });
 
   {
@@ -321,10 +320,10 @@ TEST(fault, leaked_ref_gives_the_stall_report_and_no_early_destroy_until_release
 // pointers across it anyway.
 // The test breaks the cycle itself so it never hangs: if the holder's grace period has not ended
 // within the guard time, it puts the reference anyway and the test fails on the recorded order.
-TEST(fault, qsbr_writer_in_the_ref_drain_does_not_block_other_grace_periods) {
+TEST_F(fault, qsbr_writer_in_the_ref_drain_does_not_block_other_grace_periods) {
   using F = rcubatch::flavor::qsbr;
   rcubatch::thread_registration<F> me;  // the writer is a registered, online QSBR thread
-  rcubatch::grace_domain<F> domain, other_domain;
+  rcubatch::grace_domain<F> qsbr_domain, other_domain;  // real: the fixture's counting domain is unused
   registry reg(4);
   node* held = reg.add(1);
   held->refs().hold();
@@ -362,7 +361,7 @@ TEST(fault, qsbr_writer_in_the_ref_drain_does_not_block_other_grace_periods) {
   rcubatch::rollback_options opts;
   opts.drain.stall_report_interval = std::chrono::milliseconds(1);
   opts.drain.reporter = &capture_line;
-  const auto st = rcubatch::rollback_many(q, policy, domain, opts);
+  const auto st = rcubatch::rollback_many(q, policy, qsbr_domain, opts);
   {
     rcubatch::offline_scope<F> off;  // let the holder's grace period finish if it is still waiting
     holder.join();
