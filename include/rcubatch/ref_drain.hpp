@@ -103,7 +103,7 @@ class ref_drain final : public ref_release_listener {
           stats_.longest_drain_wait = std::chrono::duration_cast<batch_stats::duration>(now - start_);
         --held;
         // Its destroy may put() its parent's last reference, which chains the parent here.
-        registrable_access::lane(*ready).load(std::memory_order_relaxed)->release_held(*ready);
+        registrable_access::lane(*ready)->release_held(*ready);
         ready = next;
       }
       if (held == 0) break;

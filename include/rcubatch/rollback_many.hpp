@@ -127,9 +127,8 @@ struct batch_access {
   static void dispose_untied(batch& b) noexcept { dispose_all(b.retired_); }
   static void dispose_late(batch& b) noexcept { dispose_all(b.late_); }
   template <class Flavor>
-  static batch make(lane_base* const* lanes, std::size_t n, grace_domain<Flavor>& d, bool mark_dismantle) noexcept {
-    return batch(lanes, n, &d, [](void* dom) noexcept { static_cast<grace_domain<Flavor>*>(dom)->synchronize(); },
-                 mark_dismantle);
+  static batch make(lane_base* const* lanes, std::size_t n, grace_domain<Flavor>& d) noexcept {
+    return batch(lanes, n, &d, [](void* dom) noexcept { static_cast<grace_domain<Flavor>*>(dom)->synchronize(); });
   }
 };
 
@@ -151,7 +150,8 @@ class typed_lane : public lane_base {
   using hooks_type = policy_hooks<P, T>;
   static_assert(hooks_type::check());
 
-  typed_lane(unreg_queue<T>& q, P& p, batch& b) noexcept : lane_base(&lane_key<T>, b), queue_(q), hooks_{p} {
+  typed_lane(unreg_queue<T>& q, P& p, batch& b) noexcept
+      : lane_base(&lane_key<T>, b, queue_access::base(q)), queue_(q), hooks_{p} {
     unlisted_ = notified_ = objects().end();
   }
 
@@ -163,16 +163,11 @@ class typed_lane : public lane_base {
       for (T& obj : queue_) hooks_.validate(obj);
   }
 
-  /// Takes every queued object: one pass to mark them, one O(1) splice.
-  void adopt_queue(bool dismantle) noexcept {
-    registrable_list& from = queue_access::list(queue_);
-    for (registrable_base& r : from) {
-      access::owner(r) = this;
-      access::lane(r).store(this, std::memory_order_relaxed);
-      access::set_dismantle(r, dismantle);
-    }
-    objects().splice(objects().end(), from);
-  }
+  /// The batch starts running on the queue's objects where they are (no pass over them): from
+  /// here each one's lane, batch and dismantle flag are found through the queue.
+  void start(bool dismantle) noexcept { access::set_running(queue(), this, dismantle); }
+  /// After the drain: the queue is empty again and free for the next batch.
+  void finish() noexcept { access::set_running(queue(), nullptr, false); }
 
   bool has_new() const noexcept { return after(unlisted_) != const_cast<typed_lane*>(this)->objects().end(); }
 
@@ -277,10 +272,10 @@ class typed_lane : public lane_base {
 
   /// The one way an object leaves a batch: destroyed, then its tied retirees, then the reference
   /// it held on its parent is put (which may free the parent in turn).
+  /// The owner (the queue) is kept until destroy returns; being unlinked and released, the object
+  /// no longer counts as in the queue (contains) nor in the batch (registrable_access::lane).
   void release(registrable_base& r, bool writers_may_race) noexcept {
-    access::owner(r) = nullptr;
-    access::lane(r).store(nullptr, std::memory_order_relaxed);
-    access::set_state(r, reg_state::released);
+    access::set_released(r, queue().dismantling());
     // Only a writer in another batch can set parent_ concurrently (batch::record_parent), and only
     // while this batch has released the lock; otherwise a plain load and store do, which keeps a
     // locked RMW out of the per-object pass (a lock op stalls on every cache miss).
@@ -323,7 +318,7 @@ class rollback_engine {
   rollback_engine(grace_domain<Flavor>& d, const rollback_options& o, writer_lock_ref lock, Specs&... specs) noexcept
       : domain_(d), opts_(o), lock_(lock),
         pointers_{},
-        batch_(batch_access::make(pointers_.data(), kLanes, d, o.mark_dismantle)),
+        batch_(batch_access::make(pointers_.data(), kLanes, d)),
         lanes_(batch_, specs...) {
     pointers_ = {static_cast<lane_base*>(&static_cast<Lanes&>(lanes_))...};
     each([&](auto& l) { l.set_drain_options(opts_.drain); });
@@ -351,7 +346,7 @@ class rollback_engine {
     if (all_empty) return finish(stats, start);
 
     // --- point of no return ---
-    each([&](auto& l) { l.adopt_queue(opts_.mark_dismantle); });
+    each([&](auto& l) { l.start(opts_.mark_dismantle); });
     each([&](auto& l) { l.close_and_unlist_new(stats); });
     grace_period(stats, phase::grace_period_1);
     batch_access::passed_gp1(batch_);
@@ -387,6 +382,7 @@ class rollback_engine {
     });
     timed(stats, phase::destroy, [&] { batch_access::dispose_late(batch_); });
     lock_.relock();
+    each([](auto& l) { l.finish(); });
     return finish(stats, start);
   }
 
