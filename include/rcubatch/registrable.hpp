@@ -18,6 +18,12 @@
 // its queue, which a running batch works on in place (the flag turns on for the whole batch at once). All of that is private: the intrusive hook is a member, not
 // a base, so a user type gains no unlink() or swap_nodes() that could corrupt a running batch.
 //
+// Size: 80 bytes on x86-64 (g++ 12, 2026-12-01; 88 before its lane pointer and dismantle flag
+// became derived through its queue): list hook 16, state 1 (+7), queue 8, the drain's ready chain
+// 8, parent edge 8, tied retirees 8, ref_count 24 (count word, listener, owner). Issue 13's goal
+// of 32 (an slist hook, one word packing state, draining mark and count, the drain rescanning its
+// held objects, tied retirees kept by the batch) is not reached yet.
+//
 // One registrable base per object: a type that derives from registrable<A> and registrable<B>
 // is refused wherever rcubatch looks for the base (registrable_type_t).
 //
