@@ -35,6 +35,31 @@ TEST(ref_count, a_drain_of_an_unheld_object_is_ready_at_once_and_nobody_is_told)
   EXPECT_TRUE(rec.released_owners.empty());
 }
 
+TEST(ref_count, the_fused_drain_takes_an_unheld_count_and_a_later_hold_is_still_diagnosed) {
+  scoped_misuse_policy p(misuse_policy::report, [](misuse_kind, std::string_view) noexcept {});
+  ref_count r;
+  EXPECT_TRUE(r.try_drain_unheld());
+  const unsigned long before = misuse_count(misuse_kind::hold_after_drain);
+  r.hold();  // the draining mark is set: refused and diagnosed
+  EXPECT_EQ(misuse_count(misuse_kind::hold_after_drain), before + 1);
+  EXPECT_EQ(r.count(), 0u);
+}
+
+TEST(ref_count, the_fused_drain_leaves_a_held_count_untouched_for_begin_drain) {
+  ref_count r;
+  recorder rec;
+  int owner = 0;
+  r.hold();
+  EXPECT_FALSE(r.try_drain_unheld());
+  EXPECT_EQ(r.count(), 1u);
+  r.put();  // not draining yet: nobody is told
+  EXPECT_TRUE(rec.released_owners.empty());
+  r.hold();
+  EXPECT_FALSE(r.begin_drain(&rec, &owner));
+  r.put();
+  ASSERT_EQ(rec.released_owners.size(), 1u);
+}
+
 TEST(ref_count, only_the_last_put_after_the_drain_began_notifies_once) {
   ref_count r;
   recorder rec;

@@ -168,6 +168,46 @@ TEST_F(rollback_many_counting, can_leave_the_dismantle_flag_off_to_reproduce_old
   EXPECT_FALSE(p.saw_dismantle);
 }
 
+TEST_F(rollback_many_counting, the_dismantle_flag_turns_on_for_the_whole_batch_before_close_many) {
+  // No adopt pass: the flag is derived through the queue, set once when the batch starts.
+  struct policy {
+    static constexpr bool publishes_nothing() { return true; }
+    int dismantling_at_close = 0;
+    void close_many(object_range<node> r) noexcept {
+      for (node& n : r) dismantling_at_close += n.dismantling() ? 1 : 0;
+    }
+  } p;
+  unreg_queue<node> q;
+  for (node* n : make_registered(5)) q.push(*n);
+  rollback_many(q, p, domain);
+  EXPECT_EQ(p.dismantling_at_close, 5);
+}
+
+TEST_F(rollback_many_counting, a_hook_pushing_into_the_running_queue_is_refused_and_changes_nothing) {
+  // The batch runs on the queue's list in place, so a push from a hook would slip an object past
+  // close/unlist: refused (queued_too_late); batch::queue is the way in.
+  scoped_misuse_policy quiet(misuse_policy::report, [](misuse_kind, std::string_view) noexcept {});
+  struct policy {
+    static constexpr bool publishes_nothing() { return true; }
+    unreg_queue<node>* q;
+    node* other;
+    bool pushed = true;
+    void notify(node&) noexcept { pushed = q->push(*other); }
+  };
+  auto nodes = make_registered(2);
+  unreg_queue<node> q;
+  q.push(*nodes[0]);
+  policy p{&q, nodes[1]};
+  const unsigned long before = misuse_count(misuse_kind::queued_too_late);
+  const batch_stats s = rollback_many(q, p, domain);
+  EXPECT_FALSE(p.pushed);
+  EXPECT_EQ(misuse_count(misuse_kind::queued_too_late), before + 1);
+  EXPECT_EQ(s.objects, 1u);
+  EXPECT_EQ(nodes[1]->state(), reg_state::registered);
+  EXPECT_TRUE(q.empty());
+  unregister_one(*nodes[1], recording_policy{}, domain);
+}
+
 // --- validation: nothing changes ----------------------------------------------------------------
 
 TEST_F(rollback_many_counting, a_throwing_validate_aborts_the_batch_with_nothing_changed) {

@@ -75,21 +75,23 @@ inline constexpr char lane_key = 0;
 /// lane calls the hooks directly: the one virtual call is per held object, in the drain.
 class lane_base {
  public:
-  lane_base(const void* key, batch& owner) noexcept : key_(key), batch_(&owner) {}
+  lane_base(const void* key, batch& owner, queue_base& q) noexcept : key_(key), batch_(&owner), queue_(&q) {}
   lane_base(const lane_base&) = delete;
   lane_base& operator=(const lane_base&) = delete;
 
   const void* key() const noexcept { return key_; }
   batch& owner_batch() const noexcept { return *batch_; }
-  registrable_list& objects() noexcept { return objects_; }
-  std::size_t size() const noexcept { return objects_.size(); }
+  /// The lane's objects are its queue's: the batch runs on them where they are.
+  registrable_list& objects() noexcept { return registrable_access::list_of(*queue_); }
+  std::size_t size() const noexcept { return registrable_access::list_of(*queue_).size(); }
+  queue_base& queue() const noexcept { return *queue_; }
 
-  /// Takes `r` into this lane: it is in no queue and registered.
-  void adopt(registrable_base& r, bool dismantle) noexcept {
-    objects_.push_back(r);
-    registrable_access::owner(r) = this;
-    registrable_access::lane(r).store(this, std::memory_order_relaxed);
-    registrable_access::set_dismantle(r, dismantle);
+  /// Takes the dependent `r` (registered, in no running batch) into this lane: out of the queue
+  /// it sits in, if any, to the tail of this lane's queue. Its batch and dismantle flag follow.
+  void adopt(registrable_base& r) noexcept {
+    if (registrable_access::owner(r) != nullptr) queue_access::remove_from_owner(r);
+    objects().push_back(r);
+    registrable_access::set_owner(r, queue_);
   }
 
   /// Destroys one object whose references drained (the drain's slow path).
@@ -109,7 +111,7 @@ class lane_base {
  private:
   const void* key_;
   batch* batch_;
-  registrable_list objects_;  // every object of this lane, in the order they joined
+  queue_base* queue_;  // its list holds every object of this lane, in the order they joined
 };
 
 template <class U, class Disposer>
@@ -148,7 +150,7 @@ class batch {
   bool queue(U& dependent) noexcept {
     using X = registrable_type_t<U>;
     detail::registrable_base& r = static_cast<registrable<X>&>(static_cast<X&>(dependent));
-    detail::lane_base* in = access::lane(r).load(std::memory_order_relaxed);
+    detail::lane_base* in = access::lane(r);
     if (in != nullptr && is_own_lane(in)) return true;
     if (!accepting_dependents_) {
       detail::diagnose_noexcept(misuse_kind::queued_too_late,
@@ -176,8 +178,7 @@ class batch {
                                 "rcubatch::lane(queue, policy) for it to rollback_many); it is left out");
       return false;
     }
-    if (access::owner(r) != nullptr) detail::queue_access::remove_from_owner<X>(r);
-    lane->adopt(r, mark_dismantle_);
+    lane->adopt(r);
     record_parent(r);
     ++stats_.dependents_added;
     return true;
@@ -218,7 +219,7 @@ class batch {
     using X = registrable_type_t<Owner>;
     detail::registrable_base& r = static_cast<registrable<X>&>(static_cast<X&>(owner));
     if (!accept_retiree(node)) return;
-    if (!is_own_lane(access::lane(r).load(std::memory_order_relaxed))) {
+    if (!is_own_lane(access::lane(r))) {
       detail::diagnose_noexcept(misuse_kind::not_in_batch,
                                 "batch::retire_with: the owner is not an object of this batch; the sub-object "
                                 "is disposed after every object of the batch is destroyed");
@@ -246,7 +247,7 @@ class batch {
   bool contains(const U& obj) const noexcept {
     using X = registrable_type_t<U>;
     const detail::registrable_base& r = static_cast<const registrable<X>&>(static_cast<const X&>(obj));
-    return is_own_lane(access::lane(r).load(std::memory_order_relaxed));
+    return is_own_lane(access::lane(r));
   }
 
   /// The objects of type U in this batch, in join order (empty if U has no lane).
@@ -270,10 +271,8 @@ class batch {
  private:
   friend struct detail::batch_access;
 
-  batch(detail::lane_base* const* lanes, std::size_t count, void* domain, void (*synchronize)(void*) noexcept,
-        bool mark_dismantle) noexcept
-      : lanes_(lanes), lane_count_(count), domain_(domain), synchronize_(synchronize),
-        mark_dismantle_(mark_dismantle) {}
+  batch(detail::lane_base* const* lanes, std::size_t count, void* domain, void (*synchronize)(void*) noexcept) noexcept
+      : lanes_(lanes), lane_count_(count), domain_(domain), synchronize_(synchronize) {}
 
   bool is_own_lane(const detail::lane_base* l) const noexcept {
     for (std::size_t i = 0; i < lane_count_; ++i)
@@ -324,7 +323,6 @@ class batch {
   std::size_t lane_count_;
   void* domain_;                          // the grace_domain, for retire's out-of-memory fallback
   void (*synchronize_)(void*) noexcept;
-  bool mark_dismantle_;
   bool accepting_dependents_ = true;      // closed after the notify rounds
   bool past_gp1_ = false;
   bool unlinked_after_gp1_ = false;       // something readers could reach was unlinked after GP #1

@@ -11,9 +11,12 @@
 //   }
 //
 // Each skipped GP is counted in the batch's stats (dismantle_elided) and the domain's. The dismantle
-// flag is set for every object of a batch from its start (batch::queue sets it for dependents as
-// they join), so the skip is safe wherever a hook calls it: before grace period #1 that GP covers
-// the unlink; after it (notify, uninit), the elision itself tells the batch that GP #2 is needed.
+// flag is not stored per object: it is derived through the queue the object sits in, and it turns
+// on for the whole batch at once, when rollback_many starts running on the queues (before any
+// close_many), and off for an object when it is released for destroy. A dependent sees it as soon
+// as batch::queue moves it into its lane's queue. So the skip is safe wherever a hook calls it:
+// before grace period #1 that GP covers the unlink; after it (notify, uninit), the elision itself
+// tells the batch that GP #2 is needed.
 #pragma once
 
 #include "rcubatch/batch.hpp"
@@ -34,7 +37,7 @@ bool synchronize_unless_dismantling(const U& owner, grace_domain<Flavor>& domain
   const detail::registrable_base& r = static_cast<const registrable<T>&>(static_cast<const T&>(owner));
   if (r.dismantling()) {
     domain.note_dismantle_elision();
-    if (detail::lane_base* l = detail::registrable_access::lane(r).load(std::memory_order_relaxed))
+    if (detail::lane_base* l = detail::registrable_access::lane(r))
       l->owner_batch().note_dismantle_elision();
     return false;
   }

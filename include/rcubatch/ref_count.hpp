@@ -83,6 +83,17 @@ class ref_count {
   /// concurrently). Complexity: one acquire load.
   std::uint64_t count() const noexcept { return word_.load(std::memory_order_acquire) & ~kDraining; }
 
+  /// For the ref drain's fused step: if nobody holds the object, marks the count as draining
+  /// (count 0) and returns true — the caller destroys it at once; otherwise changes nothing and
+  /// returns false (then begin_drain). A plain load and store, for the same reason and with the
+  /// same uncaught window as begin_drain's common case below; the draining mark still makes a
+  /// later (misuse) hold() diagnosed. Requires: the batch's last grace period has ended.
+  bool try_drain_unheld() noexcept {
+    if (word_.load(std::memory_order_acquire) != 0) return false;
+    word_.store(kDraining, std::memory_order_relaxed);
+    return true;
+  }
+
   /// For the ref drain, once per object: marks the count as draining. Returns true when it is
   /// already zero (no holder will call the listener); otherwise the put() that reaches zero calls
   /// listener->released(owner), exactly once. Requires: the batch's last grace period has ended.

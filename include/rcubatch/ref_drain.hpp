@@ -15,7 +15,9 @@
 //      across batches (a dependent already in another writer's running batch).
 //   3. Objects that are not held and whose dependents are gone are destroyed in one pass, lanes
 //      in reverse order (the last lane passed to rollback_many first), newest first within a lane,
-//      so dependents of the common shape go before their parents with no waiting at all.
+//      so dependents of the common shape go before their parents with no waiting at all. For such
+//      an object the draining mark, the state and destroy are one fused step (ref_count::
+//      try_drain_unheld): the mark stays, so a late hold() is still diagnosed (hold_after_drain).
 //   4. A held object delays only itself and its ancestors: nobody else, and no retiree that is
 //      not tied to it. Untied retirees (batch::retire) are disposed right after the last grace
 //      period, before any destroy; retirees tied to an owner (batch::retire_with) are disposed
@@ -103,7 +105,7 @@ class ref_drain final : public ref_release_listener {
           stats_.longest_drain_wait = std::chrono::duration_cast<batch_stats::duration>(now - start_);
         --held;
         // Its destroy may put() its parent's last reference, which chains the parent here.
-        registrable_access::lane(*ready).load(std::memory_order_relaxed)->release_held(*ready);
+        registrable_access::lane(*ready)->release_held(*ready);
         ready = next;
       }
       if (held == 0) break;

@@ -95,7 +95,7 @@ class typed_iterator {
 
 /// Checks that `obj` may join a queue. Returns false under misuse_policy::report.
 inline bool check_queueable(const registrable_base& obj, const char* where) {
-  if (obj.state() == reg_state::registered && registrable_access::lane(obj).load(std::memory_order_relaxed) == nullptr) [[likely]]
+  if (obj.state() == reg_state::registered && registrable_access::lane(obj) == nullptr) [[likely]]
     return true;
   return refuse_unqueueable(obj, where);
 }
@@ -115,7 +115,7 @@ constexpr void check_queueable_type() {
 }  // namespace detail
 
 template <class T>
-class unreg_queue {
+class unreg_queue : private detail::queue_base {
   static_assert(std::is_same_v<registrable_type_t<T>, T>,
                 "rcubatch: unreg_queue<T> needs T to derive from rcubatch::registrable<T> (the queue's T is "
                 "the type named in the registrable base)");
@@ -143,68 +143,80 @@ class unreg_queue {
     detail::check_queueable_type<T, U>();
     detail::registrable_base& r = static_cast<registrable<T>&>(static_cast<T&>(obj));
     if (!detail::check_queueable(r, "unreg_queue::push")) return false;
-    const void*& owner = access::owner(r);
+    if (running_lane() != nullptr) [[unlikely]] {
+      // The batch works on this queue's list in place: a push would slip an object into it
+      // without its close/unlist (batch::queue is the way in from a hook).
+      detail::diagnose(misuse_kind::queued_too_late,
+                       "unreg_queue::push into a queue whose batch is running; hooks queue dependents "
+                       "with batch::queue");
+      return false;
+    }
+    detail::queue_base* const owner = access::owner(r);
     if (owner == this) {
-      list_.erase(list_.iterator_to(r));
+      list().erase(list().iterator_to(r));
     } else if (owner != nullptr) {
       detail::diagnose(misuse_kind::queued_in_other_queue,
                        "unreg_queue::push: object already sits in another unregistration queue; "
                        "one object belongs to one batch");
       unlink_from_other_queue(r);  // report policy: move it here, as the kernel's list_move does
     }
-    list_.push_back(r);
-    owner = this;
+    list().push_back(r);
+    access::set_owner(r, this);
     return true;
   }
 
-  /// Effects: removes `obj` if it is queued here; no effect otherwise. Complexity: O(1).
+  /// Effects: removes `obj` if it is queued here and no batch runs on this queue; no effect
+  /// otherwise. Complexity: O(1).
   void remove(T& obj) noexcept {
     detail::registrable_base& r = static_cast<registrable<T>&>(obj);
-    if (access::owner(r) != this) return;
-    list_.erase(list_.iterator_to(r));
-    access::owner(r) = nullptr;
+    if (!contains(obj) || running_lane() != nullptr) return;
+    list().erase(list().iterator_to(r));
+    access::set_owner(r, nullptr);
   }
 
   bool contains(const T& obj) const noexcept {
-    return access::owner(static_cast<const registrable<T>&>(obj)) == this;
+    const detail::registrable_base& r = static_cast<const registrable<T>&>(obj);
+    return access::owner(r) == static_cast<const detail::queue_base*>(this) && access::is_linked(r);
   }
 
-  std::size_t size() const noexcept { return list_.size(); }
-  bool empty() const noexcept { return list_.empty(); }
-  iterator begin() noexcept { return iterator(list_.begin()); }
-  iterator end() noexcept { return iterator(list_.end()); }
-  const_iterator begin() const noexcept { return const_iterator(list_.begin()); }
-  const_iterator end() const noexcept { return const_iterator(list_.end()); }
+  std::size_t size() const noexcept { return list().size(); }
+  bool empty() const noexcept { return list().empty(); }
+  iterator begin() noexcept { return iterator(list().begin()); }
+  iterator end() noexcept { return iterator(list().end()); }
+  const_iterator begin() const noexcept { return const_iterator(list().begin()); }
+  const_iterator end() const noexcept { return const_iterator(list().end()); }
 
   /// Effects: unqueues everything; the objects stay registered. Complexity: O(size()).
+  /// Requires: no batch runs on this queue.
   void clear() noexcept {
-    list_.clear_and_dispose([](detail::registrable_base* obj) { access::owner(*obj) = nullptr; });
+    list().clear_and_dispose([](detail::registrable_base* obj) { access::set_owner(*obj, nullptr); });
   }
 
  private:
   friend struct detail::queue_access;
 
+  list_type& list() noexcept { return access::list_of(*this); }
+  const list_type& list() const noexcept { return access::list_of(const_cast<unreg_queue&>(*this)); }
+
   // Only queues are owners here: objects in a running batch are refused by check_queueable.
   static void unlink_from_other_queue(detail::registrable_base& r) noexcept {
-    auto* other = static_cast<unreg_queue*>(const_cast<void*>(access::owner(r)));
-    other->list_.erase(other->list_.iterator_to(r));
-    access::owner(r) = nullptr;
+    detail::queue_base* other = access::owner(r);
+    access::list_of(*other).erase(access::list_of(*other).iterator_to(r));
+    access::set_owner(r, nullptr);
   }
-
-  list_type list_;
 };
 
 namespace detail {
 /// What a batch needs of a queue: its list (to splice) and the queue a queued object sits in.
 struct queue_access {
   template <class T>
-  static registrable_list& list(unreg_queue<T>& q) noexcept { return q.list_; }
-  /// Takes `r` out of the queue that owns it (a cascade stealing a dependent from a queue).
-  template <class T>
+  static queue_base& base(unreg_queue<T>& q) noexcept { return q; }
+  /// Takes `r` out of the queue that owns it (a cascade stealing a dependent from a queue no
+  /// batch runs on).
   static void remove_from_owner(registrable_base& r) noexcept {
-    auto* q = static_cast<unreg_queue<T>*>(const_cast<void*>(registrable_access::owner(r)));
-    q->list_.erase(q->list_.iterator_to(r));
-    registrable_access::owner(r) = nullptr;
+    queue_base* q = registrable_access::owner(r);
+    registrable_access::list_of(*q).erase(registrable_access::list_of(*q).iterator_to(r));
+    registrable_access::set_owner(r, nullptr);
   }
 };
 }  // namespace detail
