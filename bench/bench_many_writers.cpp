@@ -168,11 +168,9 @@ struct mw_policy : rcubatch::indexed<mw_object, key_index> {
   void destroy(mw_object* o) noexcept { record_and_delete(o); }
 };
 
-/// The call_rcu callback (on liburcu's worker, after a memb GP). call_after_grace_period gives
-/// ThreadSanitizer the submitter -> callback edge but not the readers' one (the worker's GP is
-/// liburcu's own, which TSan cannot see), so the callback says that memb's GP ended.
+/// The call_rcu callback (on liburcu's worker, after a memb GP; call_after_grace_period gives
+/// ThreadSanitizer both the submitter's and the readers' edges).
 void free_after_gp(rcu_head* h) {
-  rcubatch::detail::tsan_grace_period_ended<memb>();
   record_and_delete(reinterpret_cast<rcu_link*>(h)->owner);
 }
 

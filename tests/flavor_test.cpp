@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <thread>
 
 #include "support/flavors.hpp"
 
@@ -80,6 +81,44 @@ TEST(flavor, a_call_after_grace_period_callback_may_open_a_read_guard_undiagnose
   flavor::memb::barrier();
   EXPECT_EQ(g_reports_in_callback.load(), 0u) << "the call_rcu worker counted as unregistered";
   EXPECT_TRUE(g_callback_was_in_section.load());
+}
+
+// Under ThreadSanitizer (the tsan preset), the free in the callback must be ordered after a
+// reader's access by the grace period alone: the reader signals "done" with a relaxed store,
+// which gives TSan no edge, and stays registered until the free, so without call_after_grace_period's grace-period edge TSan reports
+// the reader's load racing the delete. In other builds it checks only that the callback ran.
+struct payload {
+  rcu_head head{};
+  int value = 7;
+};
+std::atomic<int> g_payload_frees{0};
+void free_payload(rcu_head* h) {
+  delete reinterpret_cast<payload*>(h);  // head is the first member
+  g_payload_frees.fetch_add(1, std::memory_order_release);
+}
+
+TEST(flavor, a_call_after_grace_period_free_is_ordered_after_the_readers_sections) {
+  thread_registration<flavor::memb> reg;
+  auto* p = new payload;
+  std::atomic<bool> read_done{false};
+  std::atomic<int> seen{0};
+  std::thread reader([&] {
+    thread_registration<flavor::memb> r;
+    {
+      read_guard<flavor::memb> guard;
+      seen.store(p->value, std::memory_order_relaxed);
+    }
+    read_done.store(true, std::memory_order_relaxed);
+    // Stay registered until the free: unregistering takes liburcu's registry mutex, which TSan
+    // sees, and would order this thread before the worker's next grace period.
+    while (g_payload_frees.load(std::memory_order_acquire) == 0) std::this_thread::yield();
+  });
+  while (!read_done.load(std::memory_order_relaxed)) std::this_thread::yield();
+  call_after_grace_period<flavor::memb, &free_payload>(&p->head);
+  flavor::memb::barrier();
+  reader.join();
+  EXPECT_EQ(seen.load(), 7);
+  EXPECT_EQ(g_payload_frees.load(), 1);
 }
 
 TEST(flavor, only_bp_and_the_test_double_register_lazily) {

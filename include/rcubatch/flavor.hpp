@@ -243,7 +243,8 @@ bool in_read_section() noexcept {
 }
 
 /// Effects: runs Cb(head) after a grace period on liburcu's call_rcu worker (Flavor::call), with
-/// the ThreadSanitizer edge the raw call lacks: everything the caller did before is visible to Cb.
+/// the ThreadSanitizer edges the raw call lacks: everything the caller did before, and every read
+/// section that ended before the grace period, happen-before Cb.
 /// liburcu overwrites head->func, so the callback is a template argument, not a runtime pointer.
 /// The worker is registered by liburcu, and is marked so: Cb may open read_guard<Flavor>.
 /// Requires: the caller is registered with Flavor; `head` stays valid until Cb runs. A process that
@@ -260,6 +261,9 @@ void call_after_grace_period(rcu_head* head) noexcept {
       self.update();
     }
     detail::tsan_acquire(h);
+    // liburcu's worker waited for a grace period TSan cannot see: say so, or every reader's
+    // access to what Cb frees is reported as a race with the free.
+    detail::tsan_grace_period_ended<Flavor>();
     Cb(h);
   });
 }
