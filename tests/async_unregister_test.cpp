@@ -664,6 +664,47 @@ TEST_F(async_counting, misuse_fails_loudly_and_changes_nothing) {
   reclaimer.drain();
 }
 
+/// A destroy hook that calls the members which wait for batches, on its own reclaimer.
+struct reentrant_items : items {
+  void destroy(item* i) noexcept {
+    items::destroy(i);
+    if (reenter) reenter();
+  }
+  static inline void (*reenter)() noexcept = nullptr;
+};
+
+TEST_F(async_counting, waiting_from_a_hook_of_its_own_batch_is_diagnosed_not_a_deadlock) {
+  using reentrant_registry = basic_registry<CF, std::mutex, reentrant_items>;
+  reentrant_registry reg;
+  async_unregister reclaimer(reg, manual());
+  static async_unregister<reentrant_registry>* self = nullptr;
+  static unregister_ticket ticket{};
+  static item* other = nullptr;
+  self = &reclaimer;
+  other = add_item(reg, 2);
+  reentrant_items::reenter = []() noexcept {
+    self->wait(ticket);
+    EXPECT_FALSE(self->unregister(*other));
+    self->drain();
+    EXPECT_EQ(self->run_now(), 0u);
+    EXPECT_EQ(self->run_if_due(), 0u);
+  };
+  std::vector<misuse_kind> seen;
+  seen.reserve(8);  // the reporter is noexcept: no allocation in it
+  auto reporter = [&](misuse_kind k, std::string_view) noexcept { seen.push_back(k); };
+  {
+    scoped_misuse_policy record(misuse_policy::report, reporter);
+    ticket = reclaimer.submit(*add_item(reg, 1));
+    EXPECT_EQ(reclaimer.run_now(), 1u) << "the batch ends: each call from its destroy was refused";
+  }
+  reentrant_items::reenter = nullptr;
+  EXPECT_EQ(seen, std::vector<misuse_kind>(5, misuse_kind::waits_for_own_batch));
+  EXPECT_TRUE(reclaimer.poll(ticket));
+  EXPECT_TRUE(findable(reg, 2)) << "the refused unregister changed nothing";
+  EXPECT_TRUE(reclaimer.submit(*other));
+  reclaimer.drain();  // manual, max_age an hour: unregister's wait would never see a batch due
+}
+
 // --- the latency histogram -----------------------------------------------------------------------
 
 TEST(async_histogram, quantiles_are_bucket_bounds_within_an_eighth) {

@@ -72,7 +72,10 @@
 // a submitted object through a cascade before its batch runs — it is then unlisted twice; the
 // next batch reports it (queued_in_other_queue) when it finds its side set out of step.
 // Hooks run under the writer lock except destroy (as rollback_many with unlock_during_waits): a
-// hook must not call this object's members, except submit() from destroy.
+// hook must not call this object's members, except submit() from destroy; wait, unregister,
+// drain, run_now and run_if_due from any hook of this reclaimer's batch are diagnosed
+// (waits_for_own_batch: refused) instead of deadlocking; submit from a hook other than destroy
+// is not (it self-deadlocks on the writer lock).
 //
 // Thread safety: every member may be called concurrently from threads registered with the
 // registry's flavor (and the indexes' flavor), except the destructor.
@@ -545,13 +548,14 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   /// Effects: returns once the ticket's object has been destroyed. Does not force a batch: it
   /// waits for one to become due (thresholds, age); in manual mode the caller runs it then.
   /// Requires: outside read-side sections; not from a hook of this reclaimer's batches.
-  /// Misuse: as poll (then returns at once); inside a read-side section (blocking_in_read_section).
+  /// Misuse: as poll (then returns at once); inside a read-side section (blocking_in_read_section);
+  /// from a hook of this reclaimer's batch (waits_for_own_batch). Either: returns at once.
   /// Throws: misuse_error as above; what a batch run on this thread throws (none: hooks after
   /// validate are noexcept). Blocking: until the ticket's batch ends (≤ max_age + one batch
   /// after the previous one, at steady state). Offline while blocked under qsbr.
   void wait(unregister_ticket t) {
     if (!check_ticket(t, "wait")) return;
-    if (!outside_read_section("wait")) return;
+    if (!outside_own_batch("wait") || !outside_read_section("wait")) return;
     wait_until_completed(t.sequence_, false);
   }
 
@@ -560,6 +564,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   /// report). Throws, Blocking: as submit and wait.
   template <class U>
   bool unregister(U& obj) {
+    if (!outside_own_batch("unregister") || !outside_read_section("unregister")) return false;
     const unregister_ticket t = submit(obj);
     if (!t) return false;
     wait_until_completed(t.sequence_, false);
@@ -572,7 +577,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   /// Requires: outside read-side sections (misuse blocking_in_read_section otherwise: refused).
   /// Blocking: until then. Offline while blocked under qsbr. Throws: misuse_error as above.
   void drain() {
-    if (!outside_read_section("drain")) return;
+    if (!outside_own_batch("drain") || !outside_read_section("drain")) return;
     drain_noexcept();
   }
 
@@ -581,7 +586,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   /// Requires: outside read-side sections (else refused, 0). Any mode.
   /// Blocking: the batch (≤ 2 GPs and its ref drain). Throws: misuse_error (read section).
   std::size_t run_now() {
-    if (!outside_read_section("run_now")) return 0;
+    if (!outside_own_batch("run_now") || !outside_read_section("run_now")) return 0;
     std::unique_lock lock(m_);
     while (running_) wait_offline(done_cv_, lock);
     return run_claimed(lock);
@@ -591,7 +596,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   /// waiting) and none is running; else returns 0 at once.
   /// Complexity: O(1) when nothing is due. Blocking, Throws: as run_now.
   std::size_t run_if_due() {
-    if (!outside_read_section("run_if_due")) return 0;
+    if (!outside_own_batch("run_if_due") || !outside_read_section("run_if_due")) return 0;
     std::unique_lock lock(m_);
     if (running_ || !due(clock::now())) return 0;
     return run_claimed(lock);
@@ -640,6 +645,19 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   }
 
   std::size_t outstanding_count() const noexcept { return static_cast<std::size_t>(issued_ - completed_); }
+
+  /// The check of every member that waits for batches (all but submit and poll): not from a hook
+  /// of this reclaimer's running batch, which would wait for itself — a deadlock.
+  bool outside_own_batch(const char* what) {
+    if (detail::t_running_batch_of != this) [[likely]]
+      return true;
+    detail::diag_text msg("async_unregister::");
+    msg += what;
+    msg += " called from a hook of this reclaimer's running batch: it would wait for that batch to "
+           "end, which waits for the hook (only submit may be called, from destroy)";
+    detail::diagnose(misuse_kind::waits_for_own_batch, msg.view());
+    return false;
+  }
 
   bool outside_read_section(const char* what) {
     if (!in_read_section<Flavor>()) return true;

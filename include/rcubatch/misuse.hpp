@@ -58,8 +58,9 @@ enum class misuse_kind : unsigned char {
   not_in_read_section,       ///< an operation that needs a read-side section called outside one
   retired_twice,             ///< the same retire_node retired while it is already retired
   not_in_batch,              ///< batch::queue of a type with no lane in the batch; retire_with an owner outside it
+  waits_for_own_batch,       ///< async_unregister wait/drain/run from a hook of its own running batch
 };
-inline constexpr std::size_t kMisuseKinds = 15;
+inline constexpr std::size_t kMisuseKinds = 16;
 
 constexpr std::string_view to_string(misuse_kind k) noexcept {
   constexpr std::array<std::string_view, kMisuseKinds> names{
@@ -67,7 +68,8 @@ constexpr std::string_view to_string(misuse_kind k) noexcept {
       "queued_in_other_queue",    "destroyed_while_linked", "register_twice",
       "ref_underflow",            "hold_after_drain",       "queued_too_late",
       "reader_not_registered",    "reader_offline",         "foreign_cookie",
-      "not_in_read_section",      "retired_twice",          "not_in_batch"};
+      "not_in_read_section",      "retired_twice",          "not_in_batch",
+      "waits_for_own_batch"};
   return names[static_cast<std::size_t>(k)];
 }
 
