@@ -278,6 +278,23 @@ TYPED_TEST(lfht_index_test, on_add_growth_doubles_the_buckets_outside_read_secti
   for (int i = 0; i < 40; ++i) EXPECT_EQ(find_in_guard(index, "a" + std::to_string(i)), nullptr);
 }
 
+TYPED_TEST(lfht_index_test, resizes_are_counted_and_timed_and_adds_without_growth_are_not) {
+  name_index<TypeParam> index(lfht_options{.initial_buckets = 16});
+  const auto time_before = lfht_total_resize_time();
+  for (int i = 0; i < 16; ++i) ASSERT_TRUE(index.add_unique(this->arena_.make("t" + std::to_string(i), i)));
+  EXPECT_EQ(index.resizes(), 0u) << "full, not over: no resize";
+  EXPECT_EQ(lfht_total_resize_time(), time_before);
+  ASSERT_TRUE(index.add_unique(this->arena_.make("t16", 16)));
+  EXPECT_EQ(index.resizes(), 1u);
+  const auto time_after_growth = lfht_total_resize_time();
+  EXPECT_GT(time_after_growth, time_before) << "a cds_lfht_resize call takes more than 0 ns of steady_clock";
+  index.resize(128);
+  EXPECT_EQ(index.resizes(), 2u);
+  EXPECT_GT(lfht_total_resize_time(), time_after_growth);
+  for (auto& s : this->arena_.all) ASSERT_TRUE(index.unlink(*s));
+  EXPECT_EQ(index.resizes(), 2u) << "on_add never shrinks: unlinks resize nothing";
+}
+
 TYPED_TEST(lfht_index_test, max_buckets_caps_on_add_growth) {
   name_index<TypeParam> index(lfht_options{.initial_buckets = 8, .max_buckets = 32});
   for (int i = 0; i < 100; ++i) ASSERT_TRUE(index.add_unique(this->arena_.make("m" + std::to_string(i), i)));

@@ -2,34 +2,25 @@
 
 namespace netdev {
 
-namespace {
-struct same_network {
-  ipv4 network;
-  bool operator()(cds_lfht_node* n) const noexcept {
-    return route_hash_node::of(n)->prefix.address == network;
-  }
-};
-}  // namespace
-
-fib::table::table(const rcu_flavor_struct* flavor) {
-  for (auto& t : by_length) t = std::make_unique<rcu_table>(flavor, 1);
+fib::table::table(const index_flavor* flavor) {
+  for (auto& t : by_length) t = std::make_unique<route_index>(*flavor, rcubatch::lfht_options{.initial_buckets = 1});
 }
 
-fib::fib(const rcu_flavor_struct* flavor) : main_(flavor), local_(flavor) {}
+fib::fib(const index_flavor* flavor) : main_(flavor), local_(flavor) {}
 
 fib::~fib() = default;
 
 void fib::add(route& r) noexcept {
   table& t = of(r.table);
-  // rcu_table::add may grow the table (allocation); the bucket arrays start at one bucket, and a
-  // failed resize leaves the table usable, so this does not fail half-way.
-  t.by_length[r.prefix.length]->add(mix_hash(r.prefix.address), &r.node.node);
+  // add may grow the table (allocation); the bucket arrays start at one bucket, and a failed
+  // resize leaves the table usable, so this does not fail half-way.
+  t.by_length[r.prefix.length]->add(r);
   r.dev->routes.push_back(r);
   t.nonempty.fetch_or(std::uint64_t{1} << r.prefix.length, std::memory_order_release);
 }
 
 void fib::unlink(route& r) noexcept {
-  of(r.table).by_length[r.prefix.length]->remove(&r.node.node);
+  of(r.table).by_length[r.prefix.length]->unlink(r);
   r.dev->routes.erase(r.dev->routes.iterator_to(r));
   dirty_ = true;
 }
@@ -37,7 +28,7 @@ void fib::unlink(route& r) noexcept {
 std::size_t fib::remove_routes_of(net_device& dev, rcubatch::batch& batch) noexcept {
   std::size_t removed = 0;
   dev.routes.clear_and_dispose([&](route* r) {
-    of(r->table).by_length[r->prefix.length]->remove(&r->node.node);
+    of(r->table).by_length[r->prefix.length]->unlink(*r);
     batch.retire(*r);  // readers may hold it until the batch's last grace period
     ++removed;
   });
@@ -75,8 +66,7 @@ const route* fib::table::lookup(ipv4 address) const noexcept {
     mask &= ~(std::uint64_t{1} << len);
     const ipv4_prefix p{address, len};
     const ipv4 network = p.network();
-    if (cds_lfht_node* n = by_length[len]->find(mix_hash(network), same_network{network}))
-      return route_hash_node::of(n);
+    if (const route* r = by_length[len]->find(network)) return r;
   }
   return nullptr;
 }
@@ -88,8 +78,7 @@ const route* fib::lookup(ipv4 address) const noexcept {
 
 route* fib::find_exact(route_table t, ipv4_prefix prefix) const noexcept {
   const ipv4 network = prefix.network();
-  cds_lfht_node* n = of(t).by_length[prefix.length]->find_locked(mix_hash(network), same_network{network});
-  return n == nullptr ? nullptr : route_hash_node::of(n);
+  return of(t).by_length[prefix.length]->find_locked(network);
 }
 
 }  // namespace netdev

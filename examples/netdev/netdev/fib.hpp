@@ -20,15 +20,23 @@
 #include <memory>
 
 #include "netdev/net_device.hpp"
-#include "netdev/rcu_table.hpp"
 #include "netdev/route.hpp"
 #include <rcubatch/batch.hpp>
 
 namespace netdev {
 
+/// A route's key in its prefix length's table: the masked network.
+struct route_network_of {
+  ipv4 operator()(const route& r) const noexcept { return r.prefix.address; }  // route() masked it
+};
+/// The routes of one prefix length in one table, several per network (add, not add_unique: two
+/// devices may have connected routes to the same subnet; the first added is found).
+using route_index = rcubatch::lfht_index<route, &route::hook, route_network_of, index_flavor>;
+
 class fib {
  public:
-  explicit fib(const rcu_flavor_struct* flavor);
+  /// Requires: `flavor` outlives the FIB.
+  explicit fib(const index_flavor* flavor);
   ~fib();
 
   /// The connected route of an address: prefix.network()/length via dev, in the main table.
@@ -56,11 +64,11 @@ class fib {
  private:
   static constexpr unsigned kLengths = 33;
   struct table {
-    explicit table(const rcu_flavor_struct* flavor);
+    explicit table(const index_flavor* flavor);
     const route* lookup(ipv4 address) const noexcept;
     std::size_t size() const noexcept;
     void sweep() noexcept;
-    std::array<std::unique_ptr<rcu_table>, kLengths> by_length;
+    std::array<std::unique_ptr<route_index>, kLengths> by_length;
     std::atomic<std::uint64_t> nonempty{0};     // bit L set: some /L route may exist
   };
   table& of(route_table t) noexcept { return t == route_table::local ? local_ : main_; }

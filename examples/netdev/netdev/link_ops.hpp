@@ -22,7 +22,6 @@
 #include <string>
 
 #include <rcubatch/batch.hpp>
-#include <rcubatch/flavor.hpp>  // rcu_flavor_struct
 
 #include "netdev/grace_periods.hpp"
 #include "netdev/link_request.hpp"
@@ -34,7 +33,7 @@ class netns;
 
 /// What setup needs from the registry beyond the request.
 struct link_context {
-  const rcu_flavor_struct* flavor = nullptr;  // for the RCU tables a type owns (a macvlan port)
+  const index_flavor* flavor = nullptr;  // for the RCU tables a type owns (a macvlan port)
   bool lltx_allowed = true;                   // false in legacy mode: 2.6.32 had no lockless xmit
 };
 

@@ -7,36 +7,26 @@
 
 namespace netdev {
 
-namespace {
-unsigned long hash_mac(const mac_address& m) noexcept {
+unsigned long mac_hash::operator()(const mac_address& m) const noexcept {
   unsigned long x = 0;
   std::memcpy(&x, m.data(), m.size());
-  return mix_hash(x);
+  return rcubatch::lfht_hash::mix(x);
 }
-struct mac_is {
-  const mac_address& mac;
-  bool operator()(cds_lfht_node* n) const noexcept { return device_hash_node::owner(n)->mac == mac; }
-};
-}  // namespace
 
-net_device* macvlan_port::lookup(const mac_address& mac) const noexcept {
-  cds_lfht_node* n = by_mac_.find(hash_mac(mac), mac_is{mac});
-  return n == nullptr ? nullptr : device_hash_node::owner(n);
-}
+net_device* macvlan_port::lookup(const mac_address& mac) const noexcept { return by_mac_.find(mac); }
 
 void macvlan_port::detach(net_device& mv) noexcept { members_.erase(members_.iterator_to(std::get<macvlan_link>(mv.link))); }
 
 void macvlan_port::hash_add(net_device& mv) {
   auto& l = std::get<macvlan_link>(mv.link);
-  l.mac_node.dev = &mv;
-  by_mac_.add(hash_mac(mv.mac), &l.mac_node.node);
+  by_mac_.add(mv);  // duplicates allowed, as before: a MAC is not checked unique here
   l.hashed = true;
 }
 
 bool macvlan_port::hash_del(net_device& mv, grace_periods& gps) noexcept {
   auto& l = std::get<macvlan_link>(mv.link);
   if (!l.hashed) return false;
-  by_mac_.remove(&l.mac_node.node);
+  by_mac_.unlink(mv);
   l.hashed = false;
   return gps.synchronize_unless_dismantling(mv);
 }
@@ -50,7 +40,7 @@ std::string check_newlink(const net_device& lower) {
   return {};
 }
 
-void init(net_device& mv, net_device& lower, const rcu_flavor_struct* flavor) {
+void init(net_device& mv, net_device& lower, const index_flavor* flavor) {
   // The port first: the only step that can fail (bad_alloc, its hash table), and before the
   // macvlan is published, so a failure leaves no half-created device.
   macvlan_port* port = lower.macvlans.load(std::memory_order_relaxed);

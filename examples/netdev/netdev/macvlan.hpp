@@ -15,13 +15,18 @@
 #include "netdev/net_device.hpp"
 #include "netdev/grace_periods.hpp"
 #include "netdev/notifier.hpp"
-#include "netdev/rcu_table.hpp"
 
 namespace netdev {
 
+/// A MAC's bucket: its six bytes, mixed (rculfhash picks buckets from the low bits).
+struct mac_hash {
+  unsigned long operator()(const mac_address& m) const noexcept;
+};
+
 class macvlan_port : public rcubatch::retire_node {
  public:
-  explicit macvlan_port(const rcu_flavor_struct* flavor) : by_mac_(flavor) {
+  /// Requires: `flavor` outlives the port.
+  explicit macvlan_port(const index_flavor* flavor) : by_mac_(*flavor, {.initial_buckets = 16, .min_buckets = 16}) {
     dispose = [](rcubatch::retire_node* self) noexcept { delete static_cast<macvlan_port*>(self); };
   }
 
@@ -42,7 +47,8 @@ class macvlan_port : public rcubatch::retire_node {
   }
 
  private:
-  rcu_table by_mac_;
+  rcubatch::lfht_index<net_device, &net_device::mac_hook, rcubatch::key_member<&net_device::mac>, index_flavor, mac_hash>
+      by_mac_;
   boost::intrusive::list<macvlan_link, boost::intrusive::member_hook<macvlan_link, boost::intrusive::list_member_hook<>,
                                                                       &macvlan_link::port_hook>>
       members_;
@@ -52,7 +58,7 @@ namespace macvlan {
 
 std::string check_newlink(const net_device& lower);
 /// ndo_init: the macvlan's link state (its port; upper_device::bind to the lower). Before publication.
-void init(net_device& mv, net_device& lower, const rcu_flavor_struct* flavor);
+void init(net_device& mv, net_device& lower, const index_flavor* flavor);
 /// After publication: joins (or creates) the lower device's port.
 void attach(net_device& mv) noexcept;
 void open(net_device& mv);

@@ -42,8 +42,6 @@ net_device::net_device(std::string n, link_kind k, netns& owner, int index)
       mac(k == link_kind::loopback ? mac_address{} : mac_for(index)), mtu(k == link_kind::loopback ? 65536 : 1500) {
   CDS_INIT_LIST_HEAD(&list_node.link);
   list_node.dev = this;
-  name_node.dev = this;
-  index_node.dev = this;
 }
 
 }  // namespace netdev

@@ -18,11 +18,11 @@
 #include <vector>
 
 #include <boost/intrusive/list.hpp>
+#include <rcubatch/index/lfht_index.hpp>
 #include <rcubatch/registrable.hpp>
 #include <urcu/list.h>
 
 #include "netdev/ipv4.hpp"
-#include "netdev/rcu_table.hpp"
 #include "netdev/route.hpp"
 
 namespace netdev {
@@ -44,15 +44,13 @@ inline constexpr int kMaxNestDev = 8;
 
 using mac_address = std::array<std::uint8_t, 6>;
 
-/// An rculfhash node that knows its device. net_device is not standard-layout (it derives from
-/// registrable), so offsetof-based container_of on it is not portable; this small struct is.
-struct device_hash_node {
-  cds_lfht_node node{};
-  net_device* dev = nullptr;
-  static net_device* owner(cds_lfht_node* n) noexcept { return caa_container_of(n, device_hash_node, node)->dev; }
-};
+/// The RCU hash indexes of the example (rcubatch::lfht_index) run on the flavor netsim picks on its
+/// command line, so that the link-type code stays in plain, flavor-agnostic .cpp files.
+using index_flavor = rcubatch::lfht_runtime_flavor;
 
-/// The same for the namespace's device list.
+/// A node of the namespace's device list (liburcu rculist) that knows its device. net_device is
+/// not standard-layout (it derives from registrable), so offsetof-based container_of on it is not
+/// portable; this small struct is (lfht_hook carries its owner the same way).
 struct device_list_node {
   cds_list_head link{};
   net_device* dev = nullptr;
@@ -80,8 +78,7 @@ std::optional<macvlan_mode> parse_macvlan_mode(std::string_view s) noexcept;
 struct macvlan_link : upper_link {
   macvlan_mode mode = macvlan_mode::vepa;
   macvlan_port* port = nullptr;
-  device_hash_node mac_node{};  // in the port's MAC hash while UP
-  bool hashed = false;          // writer lock
+  bool hashed = false;          // in the port's MAC hash (net_device::mac_hook) while UP; writer lock
   boost::intrusive::list_member_hook<> port_hook;  // macvlan_port::members_; writer lock
 };
 
@@ -111,7 +108,6 @@ struct tunnel_tx {
 
 struct tunnel_link {
   tunnel_params params;          // fixed at creation; read by xmit under RCU through the device
-  device_hash_node node{};       // in the namespace's ipip or gre tunnel table
   bool lltx = true;              // lockless xmit allowed (false with oseq, or in legacy mode)
   std::unique_ptr<tunnel_tx> tx = std::make_unique<tunnel_tx>();  // lives as long as the device
 };
@@ -134,9 +130,12 @@ struct net_device : rcubatch::registrable<net_device> {
   const mac_address mac;
   std::atomic<bool> up{false};  // IFF_UP; changed under the writer lock
 
-  // The namespace's indexes (netns.hpp).
-  device_hash_node name_node{};
-  device_hash_node index_node{};
+  // The namespace's indexes (netns.hpp), and the per-type ones: lfht_index hooks are members of
+  // the indexed type, so those of a macvlan and a tunnel sit here rather than in `link`.
+  rcubatch::lfht_hook<net_device> name_hook;
+  rcubatch::lfht_hook<net_device> index_hook;
+  rcubatch::lfht_hook<net_device> mac_hook;     // macvlan: its port's MAC hash (macvlan.hpp)
+  rcubatch::lfht_hook<net_device> tunnel_hook;  // ipip, gre: the namespace's tunnel table
   device_list_node list_node{};  // the namespace's device list (liburcu rculist)
 
   // As a lower device: published with release stores, read by receive-side lookups.

@@ -17,14 +17,26 @@
 
 #include "netdev/fib.hpp"
 #include "netdev/net_device.hpp"
-#include "netdev/rcu_table.hpp"
 #include "netdev/tunnel_table.hpp"
 
 namespace netdev {
 
+/// The ifindex itself as its hash, as the kernel's dev_index_hash (ifindex & mask): ifindexes are
+/// handed out sequentially and never reused, so consecutive devices land in consecutive buckets —
+/// no two live devices share a bucket until the index space wraps the table, and a batch unlisting
+/// devices in creation order walks the bucket array sequentially instead of at random.
+struct ifindex_hash {
+  unsigned long operator()(int ifindex) const noexcept { return static_cast<unsigned long>(ifindex); }
+};
+using device_name_index =
+    rcubatch::lfht_index<net_device, &net_device::name_hook, rcubatch::key_member<&net_device::name>, index_flavor>;
+using device_ifindex_index = rcubatch::lfht_index<net_device, &net_device::index_hook,
+                                                  rcubatch::key_member<&net_device::ifindex>, index_flavor, ifindex_hash>;
+
 class netns {
  public:
-  netns(std::string name, const rcu_flavor_struct* flavor);
+  /// Requires: `flavor` outlives the namespace (lfht_runtime_flavor::of<F>()'s objects are static).
+  netns(std::string name, const index_flavor* flavor);
   ~netns();
   netns(const netns&) = delete;
   netns& operator=(const netns&) = delete;
@@ -32,8 +44,8 @@ class netns {
   const std::string& name() const noexcept { return name_; }
 
   /// Writer: makes `dev` visible to readers. Requires: its name is free (name_taken), and a
-  /// read-side section (rculfhash updates need one; the registry takes one inline read_guard for
-  /// the whole publish instead of one out-of-line read lock per table).
+  /// read-side section (rculfhash's list updates need one; the indexes take their own read lock,
+  /// which nests inside it, and defer their growth to grow_indexes).
   void publish(net_device& dev);
   /// Writer, outside read-side sections, after publish: grows the indexes if they filled up.
   void grow_indexes();
@@ -69,8 +81,8 @@ class netns {
 
  private:
   std::string name_;
-  rcu_table by_name_;
-  rcu_table by_index_;
+  device_name_index by_name_;
+  device_ifindex_index by_index_;
   cds_list_head devices_;
   std::atomic<unsigned> users_{0};
   fib fib_;

@@ -37,7 +37,6 @@
 #include "netdev/net_device.hpp"
 #include "netdev/netns.hpp"
 #include "netdev/notifier.hpp"
-#include "netdev/rcu_table.hpp"
 #include "netdev/registry_counters.hpp"
 #include "netdev/unreg_mode.hpp"
 #include "netdev/unreg_policy.hpp"
@@ -77,7 +76,7 @@ class registry final : private grace_periods {
 
   /// Requires: `strategy` not null. Throws: std::bad_alloc.
   explicit registry(std::unique_ptr<unreg_strategy<Flavor>> strategy)
-      : strategy_(std::move(strategy)), flavor_(&Flavor::table()), init_net_(std::make_unique<netns>("", flavor_)) {
+      : strategy_(std::move(strategy)), flavor_(&rcubatch::lfht_runtime_flavor::of<Flavor>()), init_net_(std::make_unique<netns>("", flavor_)) {
     notifiers_.subscribe(vlan_cascade_);
     notifiers_.subscribe(macvlan_cascade_);
     notifiers_.subscribe(fib_);
@@ -655,7 +654,7 @@ class registry final : private grace_periods {
   }
 
   const std::unique_ptr<unreg_strategy<Flavor>> strategy_;
-  const rcu_flavor_struct* const flavor_;
+  const index_flavor* const flavor_;  // the indexes' flavor: Flavor, for the flavor-agnostic .cpp files
   domain_type domain_;
   std::mutex rtnl_;
   std::atomic<int> next_ifindex_{2};  // 1 is every namespace's lo (loopback_net_init)

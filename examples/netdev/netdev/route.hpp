@@ -3,7 +3,7 @@
 
 #include <boost/intrusive/list_hook.hpp>
 #include <rcubatch/batch.hpp>
-#include <urcu/rculfhash.h>
+#include <rcubatch/index/lfht_index.hpp>
 
 #include "netdev/ipv4.hpp"
 
@@ -16,13 +16,6 @@ struct net_device;
 /// 004). A retire_node, so a batch frees it after its last grace period without allocating.
 struct route;
 
-/// route is not standard-layout (it derives from retire_node), so its hash node carries a back pointer.
-struct route_hash_node {
-  cds_lfht_node node{};
-  route* owner = nullptr;
-  static route* of(cds_lfht_node* n) noexcept { return caa_container_of(n, route_hash_node, node)->owner; }
-};
-
 /// The two tables of Linux's default rules: `local` (addresses of this host, looked up first)
 /// and `main` (everything `ip route` shows).
 enum class route_table : unsigned char { main, local };
@@ -34,9 +27,8 @@ struct route : rcubatch::retire_node {
         ipv4 gw = 0) noexcept
       : prefix{p.network(), p.length}, dev(d), table(t), origin(o), gateway(gw) {
     dispose = [](rcubatch::retire_node* self) noexcept { delete static_cast<route*>(self); };
-    node.owner = this;
   }
-  route_hash_node node{};
+  rcubatch::lfht_hook<route> hook;  // the FIB's table of its prefix length (route is not standard-layout)
   const ipv4_prefix prefix;
   net_device* const dev;
   const route_table table;

@@ -5,29 +5,49 @@
 // The kernel keeps four tables (remote+local, remote, local, wildcard) for partial matches; this
 // example keeps the exact-match one only.
 //
-// Thread safety: lookup inside a read-side section; add/remove/find_locked under the writer lock.
+// Thread safety: lookup inside a read-side section; add/remove/contains under the writer lock.
 #pragma once
 
+#include <cstddef>
+
 #include "netdev/net_device.hpp"
-#include "netdev/rcu_table.hpp"
 
 namespace netdev {
 
+/// The key of a tunnel device: its parameters (fixed at creation, so while it is linked).
+struct tunnel_key_of {
+  const tunnel_params& operator()(const net_device& tunnel) const noexcept {
+    return std::get_if<tunnel_link>(&tunnel.link)->params;  // only tunnels are ever linked
+  }
+};
+/// The key is (remote, local, key if has_key): `oseq` and an unused key do not tell tunnels apart.
+struct tunnel_key_hash {
+  unsigned long operator()(const tunnel_params& p) const noexcept;
+};
+struct tunnel_key_equal {
+  bool operator()(const tunnel_params& a, const tunnel_params& b) const noexcept {
+    return a.remote == b.remote && a.local == b.local && a.has_key == b.has_key && (!a.has_key || a.key == b.key);
+  }
+};
+
 class tunnel_table {
  public:
-  explicit tunnel_table(const rcu_flavor_struct* flavor) : table_(flavor) {}
+  /// Requires: `flavor` outlives the table.
+  explicit tunnel_table(const index_flavor* flavor) : table_(*flavor, {.initial_buckets = 16, .min_buckets = 16}) {}
 
   /// Adds a tunnel device; false if another one has the same key (nothing changed).
-  bool add(net_device& tunnel);
-  void remove(net_device& tunnel) noexcept;
+  bool add(net_device& tunnel) { return table_.add_unique(tunnel); }
+  void remove(net_device& tunnel) noexcept { table_.unlink(tunnel); }
   /// Requires: a read-side section.
-  net_device* lookup(const tunnel_params& key) const noexcept;
+  net_device* lookup(const tunnel_params& key) const noexcept { return table_.find(key); }
   /// Writer side: is this key taken?
-  bool contains(const tunnel_params& key) const noexcept;
+  bool contains(const tunnel_params& key) const noexcept { return table_.find_locked(key) != nullptr; }
   std::size_t size() const noexcept { return table_.size(); }
 
  private:
-  rcu_table table_;
+  rcubatch::lfht_index<net_device, &net_device::tunnel_hook, tunnel_key_of, index_flavor, tunnel_key_hash,
+                       tunnel_key_equal>
+      table_;
 };
 
 }  // namespace netdev

@@ -63,7 +63,7 @@ struct timing {
   /// Where the rest of `elapsed` went (getrusage(RUSAGE_THREAD) of the same thread): page faults
   /// (in writer_cpu: fresh heap memory), voluntary switches (it slept: grace periods, the join of
   /// rculfhash's resize helpers) and involuntary ones (preempted); and the wall time spent growing
-  /// the hash tables (rcu_table::total_grow_time), mostly in helper threads it waited for.
+  /// the hash tables (rcubatch::lfht_total_resize_time), mostly in helper threads it waited for.
   long minor_faults = 0;
   long voluntary_switches = 0;
   long involuntary_switches = 0;
@@ -213,7 +213,7 @@ class interpreter {
     const auto before = reg_.domain().stats();
     const auto elided_before = reg_.counters().dismantle_elided;
     const auto batches_before = reg_.counters().batches;
-    const auto growth_start = netdev::rcu_table::total_grow_time();
+    const auto growth_start = rcubatch::lfht_total_resize_time();
     const rusage usage_start = thread_usage_now();
     const auto cpu_start = thread_cpu_now();
     // The label as the command reads before it runs ("link del dummy{i}" under a for stays so).
@@ -229,7 +229,7 @@ class interpreter {
     t.minor_faults = usage.ru_minflt - usage_start.ru_minflt;
     t.voluntary_switches = usage.ru_nvcsw - usage_start.ru_nvcsw;
     t.involuntary_switches = usage.ru_nivcsw - usage_start.ru_nivcsw;
-    t.table_growth = netdev::rcu_table::total_grow_time() - growth_start;
+    t.table_growth = rcubatch::lfht_total_resize_time() - growth_start;
     if (print_times_)
       err_ << "time: " << t.command << ": " << static_cast<double>(t.elapsed.count()) / 1e6 << " ms ("
            << static_cast<double>(t.writer_cpu.count()) / 1e6 << " ms writer CPU, " << t.minor_faults

@@ -762,7 +762,10 @@ class run {
     if (reg_->counters().stall_reports != 0)
       VIOLATION("%" PRIu64 " stall reports (a reference held for 10 s)", reg_->counters().stall_reports);
     if (live_gre_.load() != 0) VIOLATION("xmit pool not empty at exit");
-    if (reg_->init_net().lookup_index(2) != nullptr) VIOLATION("ifindex 2 still published");  // 1 is lo
+    {
+      rcubatch::read_guard<Flavor> guard;  // lookup_index is a reader's call (lfht_index checks it)
+      if (reg_->init_net().lookup_index(2) != nullptr) VIOLATION("ifindex 2 still published");  // 1 is lo
+    }
   }
 
   const options o_;

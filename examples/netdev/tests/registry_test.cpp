@@ -107,10 +107,10 @@ TEST_P(registry_test, up_macvlans_elide_one_grace_period_each_when_batched) {
     ASSERT_TRUE(reg_.link_add(net_, stacked("mv" + std::to_string(i), link_kind::macvlan, "eth0")).ok());
     reg_.link_set(net_, "mv" + std::to_string(i), true);
   }
-  EXPECT_EQ(reg_.init_net().lookup_name("eth0")->macvlans.load()->hashed(), 50u);
+  EXPECT_EQ(reg_.init_net().find_locked("eth0")->macvlans.load()->hashed(), 50u);
   ASSERT_TRUE(reg_.module_unload(link_kind::macvlan).ok());
   EXPECT_EQ(reg_.counters().dismantle_elided, batched() ? 50u : 0u);
-  EXPECT_EQ(reg_.init_net().lookup_name("eth0")->macvlans.load(), nullptr);  // port retired
+  EXPECT_EQ(reg_.init_net().find_locked("eth0")->macvlans.load(), nullptr);  // port retired
 }
 
 TEST_P(registry_test, removing_a_device_removes_its_routes_only) {

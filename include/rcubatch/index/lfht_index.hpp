@@ -48,7 +48,9 @@
 
 #include <atomic>
 #include <bit>
+#include <chrono>
 #include <concepts>
+#include <cstdint>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -203,6 +205,22 @@ struct lfht_runtime_flavor {
     return f;
   }
 };
+
+namespace detail {
+/// Nanoseconds spent in lfht_index resizes run by the caller's thread, all indexes together.
+/// Relaxed: a statistic; indexes of several writers may resize at once.
+inline std::atomic<std::int64_t> lfht_resize_ns{0};
+}  // namespace detail
+
+/// Effects: the wall time all lfht_index objects of the process have spent resizing in the calling
+/// threads (on_add growth, grow_if_needed, resize), since the process started. rculfhash fills each
+/// new bucket order of >= 8,192 buckets in helper threads (one per CPU) and joins them, so this time
+/// is mostly not the caller's CPU time: a program can tell that wait apart from preemption (netsim's
+/// `time` prints it). lfht_growth::automatic resizes run in liburcu's worker and are not counted.
+/// Complexity: O(1). Thread safety: any thread; the value is a relaxed sum.
+inline std::chrono::nanoseconds lfht_total_resize_time() noexcept {
+  return std::chrono::nanoseconds(detail::lfht_resize_ns.load(std::memory_order_relaxed));
+}
 
 namespace detail {
 /// RCUBATCH_INDEX_CHECKS: the caller's thread is in the wrong state for an index call. Like an
@@ -428,7 +446,7 @@ class lfht_index {
     buckets_ = std::bit_ceil(buckets == 0 ? 1UL : buckets);
     if (buckets_ < options_.min_buckets) buckets_ = options_.min_buckets;
     if (options_.max_buckets != 0 && buckets_ > options_.max_buckets) buckets_ = options_.max_buckets;
-    cds_lfht_resize(table_, buckets_);
+    timed_resize();
   }
 
   /// lfht_growth::on_add: runs the growth an add inside a read section deferred. Requires:
@@ -440,7 +458,7 @@ class lfht_index {
     unsigned long target = std::bit_ceil(static_cast<unsigned long>(n));
     if (options_.max_buckets != 0 && target > options_.max_buckets) target = options_.max_buckets;
     buckets_ = target;
-    cds_lfht_resize(table_, buckets_);  // grows in this thread: no grace period
+    timed_resize();  // grows in this thread: no grace period
   }
 
   /// Writer side: find() with the read lock taken for the call. Requires: the caller serializes
@@ -538,6 +556,9 @@ class lfht_index {
   bool contains(const T& obj) const noexcept { return (obj.*Hook).linked_in_ == this; }
   /// The bucket count the writer last asked rculfhash for (automatic growth changes it unseen).
   unsigned long buckets() const noexcept { return buckets_; }
+  /// Resizes this index ran in its writers' threads (growth on add, grow_if_needed, resize); their
+  /// time is in lfht_total_resize_time(). Writer side.
+  std::size_t resizes() const noexcept { return resizes_; }
 
  private:
   template <class K>
@@ -641,6 +662,15 @@ class lfht_index {
     else return &Flavor::table();
   }
 
+  void timed_resize() {  // to buckets_, in this thread
+    const auto start = std::chrono::steady_clock::now();
+    cds_lfht_resize(table_, buckets_);
+    const auto took = std::chrono::steady_clock::now() - start;
+    detail::lfht_resize_ns.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(took).count(),
+                                     std::memory_order_relaxed);
+    ++resizes_;
+  }
+
   void linked(lfht_hook<T>& h) {
     h.linked_in_ = this;
     size_.store(size_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
@@ -655,6 +685,7 @@ class lfht_index {
   const lfht_runtime_flavor* runtime_ = nullptr;  // lfht_runtime_flavor only; null otherwise
   cds_lfht* table_ = nullptr;
   std::atomic<std::size_t> size_{0};    // written by the writer, relaxed: size() may be read anywhere
+  std::size_t resizes_ = 0;             // writer only
 };
 
 }  // namespace rcubatch
