@@ -324,22 +324,40 @@ TEST_F(async_counting, destroying_the_reclaimer_with_work_pending_destroys_it_al
 
 // --- the memory budget ---------------------------------------------------------------------------
 
-std::latch* g_in_gp = nullptr;
-std::mutex g_gate_m;
-std::condition_variable g_gate_cv;
-bool g_gate_open = false;
-void hold_gp_closed() noexcept {
-  if (g_in_gp != nullptr) std::exchange(g_in_gp, nullptr)->count_down();
-  std::unique_lock l(g_gate_m);
-  g_gate_cv.wait(l, [] { return g_gate_open; });
-}
-void open_gate() {
-  {
-    std::scoped_lock l(g_gate_m);
-    g_gate_open = true;
+/// Holds the counting flavor's grace periods closed until open(), so a test can act while a
+/// batch is inside its GP (wait_entered) without timing anything. Installs the hook for its
+/// lifetime; GPs after open() pass straight through.
+class gp_gate {
+ public:
+  gp_gate() { CF::on_synchronize = [this] { hold(); }; }
+  ~gp_gate() { CF::on_synchronize = nullptr; }
+  gp_gate(const gp_gate&) = delete;
+  gp_gate& operator=(const gp_gate&) = delete;
+
+  void wait_entered() { entered_.wait(); }
+  void open() {
+    {
+      std::scoped_lock l(m_);
+      open_ = true;
+    }
+    cv_.notify_all();
   }
-  g_gate_cv.notify_all();
-}
+
+ private:
+  void hold() {
+    std::unique_lock l(m_);
+    if (!entered_counted_) {
+      entered_counted_ = true;
+      entered_.count_down();
+    }
+    cv_.wait(l, [this] { return open_; });
+  }
+  std::latch entered_{1};
+  std::mutex m_;
+  std::condition_variable cv_;
+  bool entered_counted_ = false;
+  bool open_ = false;
+};
 
 TEST_F(async_counting, the_budget_blocks_a_submitter_until_the_batch_holding_the_bytes_ends) {
   ledger book(8);
@@ -352,15 +370,12 @@ TEST_F(async_counting, the_budget_blocks_a_submitter_until_the_batch_holding_the
   item* fourth = add_item(reg, 3);
   EXPECT_EQ(reclaimer.stats().pending_bytes, 300u);
 
-  std::latch in_gp(1);
-  g_in_gp = &in_gp;
-  g_gate_open = false;
-  CF::on_synchronize = &hold_gp_closed;
+  gp_gate gate;
   std::thread runner([&] {
     thread_registration<flavor::memb> r;
     EXPECT_EQ(reclaimer.run_now(), 3u);  // blocks in its GP until the gate opens
   });
-  in_gp.wait();  // the batch holding the 300 bytes is inside grace period #1
+  gate.wait_entered();  // the batch holding the 300 bytes is inside grace period #1
 
   std::atomic<bool> returned{false};
   unregister_ticket fourth_ticket;
@@ -374,10 +389,9 @@ TEST_F(async_counting, the_budget_blocks_a_submitter_until_the_batch_holding_the
   EXPECT_TRUE(findable(reg, 3)) << "a blocked submit has not unlisted its object yet";
   EXPECT_EQ(reclaimer.stats().blocked_submits, 1u);
 
-  open_gate();  // the batch ends, its bytes are released, the submitter gets in
+  gate.open();  // the batch ends, its bytes are released, the submitter gets in
   runner.join();
   submitter.join();
-  CF::on_synchronize = nullptr;
   EXPECT_TRUE(returned.load());
   ASSERT_TRUE(fourth_ticket);
   EXPECT_FALSE(findable(reg, 3));
@@ -398,15 +412,12 @@ TEST_F(async_counting, a_submit_returns_while_a_batch_is_inside_its_grace_period
   async_unregister reclaimer(reg, manual());
   ASSERT_TRUE(reclaimer.submit(*add_item(reg, 0)));
   item* second = add_item(reg, 1);
-  std::latch in_gp(1);
-  g_in_gp = &in_gp;
-  g_gate_open = false;
-  CF::on_synchronize = &hold_gp_closed;
+  gp_gate gate;
   std::thread runner([&] {
     thread_registration<flavor::memb> r;
     EXPECT_EQ(reclaimer.run_now(), 1u);
   });
-  in_gp.wait();
+  gate.wait_entered();
   std::thread submitter([&] {
     thread_registration<flavor::memb> r;
     EXPECT_TRUE(reclaimer.submit(*second));
@@ -414,9 +425,8 @@ TEST_F(async_counting, a_submit_returns_while_a_batch_is_inside_its_grace_period
   submitter.join();  // returned while grace period #1 is still in progress
   EXPECT_FALSE(findable(reg, 1));
   EXPECT_EQ(book.total_destroyed(), 0);
-  open_gate();
+  gate.open();
   runner.join();
-  CF::on_synchronize = nullptr;
   EXPECT_EQ(book.total_destroyed(), 1) << "the second request is for the next batch";
   reclaimer.drain();
   EXPECT_EQ(book.total_destroyed(), 2);
