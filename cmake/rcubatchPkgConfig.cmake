@@ -35,7 +35,7 @@ function(rcubatch_write_pkgconfig_files dir)
     endif()
   endforeach()
 
-  foreach(flavor IN ITEMS default memb qsbr mb bp)
+  foreach(flavor IN ITEMS default ${RCUBATCH_FLAVORS})  # rcubatchFlavor.cmake's list
     if(flavor STREQUAL "default")
       set(RCUBATCH_PC_FLAVOR memb)
       set(RCUBATCH_PC_NAME "rcubatch")

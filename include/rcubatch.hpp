@@ -4,6 +4,7 @@
 #include "rcubatch/fwd.hpp"
 #include "rcubatch/misuse.hpp"
 #include "rcubatch/flavor.hpp"
+#include "rcubatch/flavor_list.hpp"
 #include "rcubatch/read_guard.hpp"
 #include "rcubatch/annotate.hpp"
 #include "rcubatch/grace_domain.hpp"

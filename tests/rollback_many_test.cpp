@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "support/flavors.hpp"
 #include "test_support.hpp"
 
 namespace rcubatch::test {
@@ -382,7 +383,6 @@ TEST_F(rollback_many_counting, reports_the_whole_call_as_lock_hold_unless_it_rel
 
 template <class Flavor>
 class rollback_many_real : public ::testing::Test {};
-using real_flavors = ::testing::Types<flavor::memb, flavor::qsbr, flavor::mb, flavor::bp>;
 TYPED_TEST_SUITE(rollback_many_real, real_flavors);
 
 /// An RCU-readable table: readers load slots with acquire, the policy clears them in unlist.

@@ -9,6 +9,7 @@
 //   rcubatch::flavor::mb     full barriers on the read side, GP ~160 ns here.
 //   rcubatch::flavor::bp     "bulletproof": lazy registration, fork-safe; GP ~17 µs here.
 //
+// All four in one type list, and choosing one by name at run time: rcubatch/flavor_list.hpp.
 // Link the matching library (CMake: rcubatch::flavor_qsbr etc.). Only the prefixed liburcu headers
 // are included: the generic <urcu.h> defines macros named call_rcu, synchronize_rcu, rcu_barrier and
 // rcu_read_lock that would rewrite any C++ identifier with those names.
@@ -180,8 +181,7 @@ struct bp {
 
 }  // namespace flavor
 
-static_assert(rcu_flavor<flavor::memb> && rcu_flavor<flavor::qsbr> && rcu_flavor<flavor::mb> &&
-              rcu_flavor<flavor::bp>);
+// That the four satisfy rcu_flavor is checked where they are listed: rcubatch/flavor_list.hpp.
 
 /// True when threads of F need no registration before their first read_lock: a flavor says so
 /// with `static constexpr bool registers_lazily = true;` (bp, which registers on first use; the

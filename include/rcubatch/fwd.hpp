@@ -18,6 +18,7 @@ struct qsbr;
 struct mb;
 struct bp;
 }  // namespace flavor
+template <class... Flavors> struct flavor_list;  // flavor_list.hpp: liburcu_flavors, with_flavor
 
 /// The flavor every template defaults to (see RCUBATCH_DEFAULT_FLAVOR above).
 using default_flavor = flavor::RCUBATCH_DEFAULT_FLAVOR;

@@ -7,12 +7,22 @@
 #include <gtest/gtest.h>
 
 #include <rcubatch/flavor.hpp>
+#include <rcubatch/flavor_list.hpp>
 
 namespace rcubatch::test {
 
-/// Every real flavor, each wrapped in Wrap (e.g. a flavor with a test hook around synchronize).
+/// The flavors of a flavor_list as gtest's type list, each wrapped in Wrap.
+template <class List, template <class> class Wrap>
+struct gtest_types_of;
+template <class... Flavors, template <class> class Wrap>
+struct gtest_types_of<flavor_list<Flavors...>, Wrap> {
+  using type = ::testing::Types<Wrap<Flavors>...>;
+};
+
+/// Every real flavor (rcubatch::liburcu_flavors, the library's one list), each wrapped in Wrap
+/// (e.g. a flavor with a test hook around synchronize).
 template <template <class> class Wrap>
-using each_real_flavor = ::testing::Types<Wrap<flavor::memb>, Wrap<flavor::qsbr>, Wrap<flavor::mb>, Wrap<flavor::bp>>;
+using each_real_flavor = typename gtest_types_of<liburcu_flavors, Wrap>::type;
 
 template <class F>
 using as_is = F;
@@ -23,7 +33,7 @@ using real_flavors = each_real_flavor<as_is>;
 /// One signal-free flavor and the quiescent-state-based one: the two reader disciplines, for
 /// suites whose threads make four flavors too slow (mb and bp read like memb).
 template <template <class> class Wrap = as_is>
-using two_reader_disciplines = ::testing::Types<Wrap<flavor::memb>, Wrap<flavor::qsbr>>;
+using two_reader_disciplines = typename gtest_types_of<flavor_list<flavor::memb, flavor::qsbr>, Wrap>::type;
 
 /// Names typed tests by flavor (`suite/memb.test` instead of `suite/0.test`):
 ///   TYPED_TEST_SUITE(my_suite, real_flavors, flavor_names);
