@@ -12,6 +12,8 @@
 #                      and liburcu-cds.pc on the pkg-config path; the program links no liburcu-memb
 #   packaging.components.memb_missing, packaging.components.unknown
 #                      the same path with COMPONENTS memb / nosuch: configure fails, naming why
+#   packaging.components.unknown_flavor
+#                      rcubatch_select_flavor(<target> nosuch): configure fails, naming it and the flavors
 #   packaging.components.tsan
 #                      the qsbr consumer built with -fsanitize=thread, run with the installed tsan.supp
 #   packaging.pkg_config
@@ -97,8 +99,9 @@ set_tests_properties(packaging.add_subdirectory PROPERTIES
   LABELS packaging
   TIMEOUT 600)
 
+list(JOIN RCUBATCH_FLAVORS "," _rcubatch_pkg_flavors)  # a ';' would split the -D argument
 add_test(NAME packaging.install_layout
-  COMMAND ${CMAKE_COMMAND} -DPREFIX=${_rcubatch_pkg_prefix}
+  COMMAND ${CMAKE_COMMAND} -DPREFIX=${_rcubatch_pkg_prefix} -DFLAVORS=${_rcubatch_pkg_flavors}
           -DINCLUDEDIR=${CMAKE_INSTALL_INCLUDEDIR} -DDATADIR=${CMAKE_INSTALL_DATADIR}
           -DBINDIR=${CMAKE_INSTALL_BINDIR} -DLIBDIR=${CMAKE_INSTALL_LIBDIR}
           -DCMAKEDIR=${RCUBATCH_INSTALL_CMAKEDIR} -DPKGCONFIGDIR=${RCUBATCH_INSTALL_PKGCONFIGDIR}
@@ -133,7 +136,7 @@ add_test(NAME packaging.components.qsbr_cds
     --build-options ${_rcubatch_pkg_components_options}
     --test-command ${CMAKE_CTEST_COMMAND} --output-on-failure ${_rcubatch_pkg_ctest_config})
 
-# Configure only, expected to fail: the message must say what is wrong.
+# Configure only, expected to fail: the message must say what is wrong. Extra arguments go to cmake.
 function(_rcubatch_pkg_expect_configure_failure name component expected)
   add_test(NAME packaging.components.${name}
     COMMAND ${_rcubatch_pkg_only_qsbr_cds} ${CMAKE_COMMAND}
@@ -141,11 +144,13 @@ function(_rcubatch_pkg_expect_configure_failure name component expected)
       -B ${_rcubatch_pkg_bin}/packaging-components-${name}
       -G ${CMAKE_GENERATOR}
       ${_rcubatch_pkg_components_options}
-      -DRCUBATCH_TEST_COMPONENTS=${component})
+      -DRCUBATCH_TEST_COMPONENTS=${component} ${ARGN})
   set_tests_properties(packaging.components.${name} PROPERTIES PASS_REGULAR_EXPRESSION "${expected}")
 endfunction()
 _rcubatch_pkg_expect_configure_failure(memb_missing memb "rcubatch component memb needs liburcu-memb")
 _rcubatch_pkg_expect_configure_failure(unknown nosuch "unknown component 'nosuch'")
+_rcubatch_pkg_expect_configure_failure(unknown_flavor qsbr
+  "unknown liburcu flavor 'nosuch'. Expected one of: memb, qsbr, mb, bp." -DRCUBATCH_TEST_FLAVOR=nosuch)
 
 add_test(NAME packaging.components.tsan
   COMMAND ${CMAKE_CTEST_COMMAND}
@@ -168,7 +173,7 @@ if(NOT RCUBATCH_MAKE_PROGRAM)
 endif()
 
 set_tests_properties(packaging.components.qsbr_cds packaging.components.memb_missing
-                     packaging.components.unknown packaging.components.tsan packaging.pkg_config PROPERTIES
+                     packaging.components.unknown packaging.components.unknown_flavor packaging.components.tsan packaging.pkg_config PROPERTIES
   FIXTURES_REQUIRED rcubatch_installed
   LABELS packaging
   TIMEOUT 600)
@@ -184,6 +189,7 @@ unset(_rcubatch_pkg_config_args)
 unset(_rcubatch_pkg_ctest_config)
 unset(_rcubatch_pkg_build_type)
 unset(_rcubatch_pkg_generator_args)
+unset(_rcubatch_pkg_flavors)
 unset(_rcubatch_pkg_pcdir)
 unset(_rcubatch_pkg_module)
 unset(_rcubatch_pkg_module_dir)

@@ -703,15 +703,11 @@ int main(int argc, char** argv) {
   }
   if (!opt.seed_given) opt.seed = (static_cast<std::uint64_t>(std::random_device{}()) << 32) | std::random_device{}();
   try {
-    if (opt.flavor == "memb") return run<rcubatch::flavor::memb>(opt);
-    if (opt.flavor == "qsbr") return run<rcubatch::flavor::qsbr>(opt);
-    if (opt.flavor == "mb") return run<rcubatch::flavor::mb>(opt);
-    if (opt.flavor == "bp") return run<rcubatch::flavor::bp>(opt);
+    return rcubatch::with_flavor(
+        opt.flavor, [&]<class F>(std::type_identity<F>) { return run<F>(opt); },
+        [](const rcubatch::unknown_flavor& e) { return std::fprintf(stderr, "teardown_demo: %s\n", e.what()), 2; });
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "teardown_demo: out of memory for %zu objects (try a smaller --objects)\n", opt.n);
     return 2;
   }
-  std::fprintf(stderr, "teardown_demo: unknown flavor '%.*s' (memb, qsbr, mb or bp)\n", static_cast<int>(opt.flavor.size()),
-               opt.flavor.data());
-  return 2;
 }

@@ -88,10 +88,8 @@ int run(long callbacks) {
 int main(int argc, char** argv) {
   std::string_view flavor = argc > 1 ? argv[1] : "memb";
   const long callbacks = argc > 2 ? std::atol(argv[2]) : 10000;
-  if (flavor == "memb") return run<rcubatch::flavor::memb>(callbacks);
-  if (flavor == "qsbr") return run<rcubatch::flavor::qsbr>(callbacks);
-  if (flavor == "mb") return run<rcubatch::flavor::mb>(callbacks);
-  if (flavor == "bp") return run<rcubatch::flavor::bp>(callbacks);
-  std::fprintf(stderr, "usage: %s memb|qsbr|mb|bp [callbacks]\n", argv[0]);
-  return 2;
+  return rcubatch::with_flavor(flavor, [&]<class F>(std::type_identity<F>) { return run<F>(callbacks); },
+                               [&](const rcubatch::unknown_flavor& e) {
+                                 return std::fprintf(stderr, "%s\nusage: %s FLAVOR [callbacks]\n", e.what(), argv[0]), 2;
+                               });
 }

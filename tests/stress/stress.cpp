@@ -451,10 +451,7 @@ int main(int argc, char** argv) {
   // Any misuse diagnosed in a correct program is a bug: make it loud and fatal.
   rcubatch::set_misuse_reporter(&stress::misuse_is_a_violation);
   rcubatch::set_misuse_policy(rcubatch::misuse_policy::abort_process);
-  if (o.flavor == "memb") return stress::run<rcubatch::flavor::memb>(o).go();
-  if (o.flavor == "qsbr") return stress::run<rcubatch::flavor::qsbr>(o).go();
-  if (o.flavor == "mb") return stress::run<rcubatch::flavor::mb>(o).go();
-  if (o.flavor == "bp") return stress::run<rcubatch::flavor::bp>(o).go();
-  std::fprintf(stderr, "unknown flavor '%s'\n", o.flavor.c_str());
-  return 2;
+  return rcubatch::with_flavor(
+      o.flavor, [&]<class F>(std::type_identity<F>) { return stress::run<F>(o).go(); },
+      [](const rcubatch::unknown_flavor& e) { return std::fprintf(stderr, "rcubatch_stress: %s\n", e.what()), 2; });
 }

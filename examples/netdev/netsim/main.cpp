@@ -79,9 +79,6 @@ int main(int argc, char** argv) {
     case netsim::command_line::action::seed_table: return netsim::run_seed_table(c.seed_table);
     case netsim::command_line::action::run: break;
   }
-  const std::string& flavor = c.run.flavor;  // parse_command_line checked it is one of the four
-  if (flavor == "qsbr") return run<rcubatch::flavor::qsbr>(c.run);
-  if (flavor == "mb") return run<rcubatch::flavor::mb>(c.run);
-  if (flavor == "bp") return run<rcubatch::flavor::bp>(c.run);
-  return run<rcubatch::flavor::memb>(c.run);
+  // parse_command_line checked the name already; with_flavor would throw for an unknown one.
+  return rcubatch::with_flavor(c.run.flavor, [&]<class F>(std::type_identity<F>) { return run<F>(c.run); });
 }

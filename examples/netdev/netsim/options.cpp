@@ -1,6 +1,10 @@
 // netsim/options.cpp — netsim's command-line parser (see options.hpp).
 #include "netsim/options.hpp"
 
+#include <algorithm>
+
+#include <rcubatch/flavor_list.hpp>
+
 namespace netsim {
 
 const char* const kUsage =
@@ -31,7 +35,7 @@ const char* const kHelp =
     "  route metrics/tables/types, address lifetimes, ...) fails with \"... is not modelled by netsim\".\n";
 
 bool is_flavor_name(const std::string& name) noexcept {
-  return name == "memb" || name == "qsbr" || name == "mb" || name == "bp";
+  return std::find(rcubatch::flavor_names.begin(), rcubatch::flavor_names.end(), name) != rcubatch::flavor_names.end();
 }
 
 namespace {
@@ -45,7 +49,7 @@ unsigned parse_count(const std::string& option, const std::string& text, unsigne
 }
 
 void check_flavor(const std::string& name) {
-  if (!is_flavor_name(name)) throw usage_error("unknown flavor " + name);
+  if (!is_flavor_name(name)) throw usage_error(rcubatch::unknown_flavor(name, rcubatch::flavor_names).what());
 }
 
 seed_table_options parse_seed_table(const std::vector<std::string>& args, const std::string& default_scripts_dir) {

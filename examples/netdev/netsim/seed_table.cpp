@@ -257,12 +257,9 @@ int run_all(const seed_table_options& opt) {
 }  // namespace
 
 int run_seed_table(const seed_table_options& opt) {
-  if (opt.flavor == "memb") return run_all<rcubatch::flavor::memb>(opt);
-  if (opt.flavor == "qsbr") return run_all<rcubatch::flavor::qsbr>(opt);
-  if (opt.flavor == "mb") return run_all<rcubatch::flavor::mb>(opt);
-  if (opt.flavor == "bp") return run_all<rcubatch::flavor::bp>(opt);
-  std::fprintf(stderr, "seed-table: unknown flavor %s\n", opt.flavor.c_str());
-  return 2;
+  return rcubatch::with_flavor(
+      opt.flavor, [&]<class F>(std::type_identity<F>) { return run_all<F>(opt); },
+      [](const rcubatch::unknown_flavor& e) { return std::fprintf(stderr, "seed-table: %s\n", e.what()), 2; });
 }
 
 }  // namespace netsim

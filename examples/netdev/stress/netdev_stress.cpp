@@ -798,10 +798,7 @@ int main(int argc, char** argv) {
   if (o.seed == 0) o.seed = static_cast<std::uint64_t>(clock_type::now().time_since_epoch().count()) | 1;
   rcubatch::set_misuse_reporter(&misuse_is_a_violation);
   rcubatch::set_misuse_policy(rcubatch::misuse_policy::abort_process);
-  if (o.flavor == "memb") return run<rcubatch::flavor::memb>(o).go();
-  if (o.flavor == "qsbr") return run<rcubatch::flavor::qsbr>(o).go();
-  if (o.flavor == "mb") return run<rcubatch::flavor::mb>(o).go();
-  if (o.flavor == "bp") return run<rcubatch::flavor::bp>(o).go();
-  std::fprintf(stderr, "unknown flavor '%s'\n", o.flavor.c_str());
-  return 2;
+  return rcubatch::with_flavor(
+      o.flavor, [&]<class F>(std::type_identity<F>) { return run<F>(o).go(); },
+      [](const rcubatch::unknown_flavor& e) { return std::fprintf(stderr, "netdev_stress: %s\n", e.what()), 2; });
 }

@@ -82,7 +82,7 @@ TEST(netsim_options, bad_run_arguments_name_what_was_wrong) {
   EXPECT_EQ(error_of({"--readers", "2x", "link", "show"}), "--readers takes a number from 0 to 64");
   EXPECT_EQ(error_of({"--stats", "yaml", "link", "show"}), "--stats takes json");
   EXPECT_EQ(error_of({"-D", "N", "link", "show"}), "-D needs NAME=VALUE");
-  EXPECT_EQ(error_of({"--flavor", "signal", "link", "show"}), "unknown flavor signal");
+  EXPECT_EQ(error_of({"--flavor", "signal", "link", "show"}), "unknown flavor 'signal'; expected one of: memb, qsbr, mb, bp");
   EXPECT_EQ(error_of({"--readers", "2"}), "no command: give -batch FILE|- or a COMMAND");
 }
 
@@ -106,7 +106,7 @@ TEST(netsim_options, bad_seed_table_arguments_name_what_was_wrong) {
   EXPECT_EQ(error_of({"seed-table", "--repeat", "0"}), "--repeat takes a number from 1 to 1000");
   EXPECT_EQ(error_of({"seed-table", "--repeat"}), "seed-table: --repeat needs a value");
   EXPECT_EQ(error_of({"seed-table", "--readers", "99"}), "--readers takes a number from 0 to 64");
-  EXPECT_EQ(error_of({"seed-table", "--flavor", "rcu"}), "unknown flavor rcu");
+  EXPECT_EQ(error_of({"seed-table", "--flavor", "rcu"}), "unknown flavor 'rcu'; expected one of: memb, qsbr, mb, bp");
   EXPECT_EQ(error_of({"seed-table", "--short", "link", "show"}), "seed-table: unknown argument link");
 }
 
