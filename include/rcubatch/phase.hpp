@@ -49,7 +49,7 @@ enum class phase : unsigned char {
   destroy [[deprecated("phase::destroy timed the retirees' disposal, not the destroy hook (which runs inside "
                        "ref_drain): use phase::dispose_retirees")]] = dispose_retirees,
 };
-inline constexpr std::size_t kPhases = 11;
+inline constexpr std::size_t kPhases = 11;  ///< one per phase: the rows of kPhaseTable
 
 /// How often a phase's work happens within one batch.
 enum class phase_runs : unsigned char {
@@ -57,7 +57,7 @@ enum class phase_runs : unsigned char {
   per_lane,            ///< one hook call per lane (a lane: one object type's queue and policy)
   per_lane_per_round,  ///< per lane, with the objects that joined in this round
   per_object,          ///< one step per object of the batch
-  per_object_per_round,
+  per_object_per_round,  ///< per object, in the round it joined (queued, or a dependent)
   per_retiree,         ///< one disposal per retired sub-object
 };
 
@@ -65,7 +65,7 @@ enum class phase_runs : unsigned char {
 enum class phase_entered : unsigned char {
   always,
   with_its_hook,           ///< some lane's policy has the hook that runs in it (policy.hpp, kHooks)
-  if_unlinked_after_gp1,   ///< grace period #2: see (**) above
+  if_unlinked_after_gp1,   ///< grace period #2: see "Grace period #2" in the file comment
 };
 
 /// One row of the phase table.

@@ -424,7 +424,8 @@ class rollback_engine {
     each([&](auto& l) { l.start(opts_.mark_dismantle); });
   }
 
-  /// Phases close and unlist for the queued objects (→ unregistering).
+  /// Phases close and unlist for the queued objects (→ unregistering): per lane, close_many with
+  /// the lane's objects, then unlist for each (the lane runs the two back to back).
   void close_and_unlist() noexcept {
     each([&](auto& l) { l.close_and_unlist_new(stats_); });
   }
