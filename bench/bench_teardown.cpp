@@ -87,12 +87,13 @@ struct phase_totals {
   }
   double of(rcubatch::phase p) const { return ns[static_cast<std::size_t>(p)]; }
   /// Per-batch phase times as counters, in µs: grace-period waits, the ref drain (which runs the
-  /// destroy hook), and the hooks (close, unlist, notify, batch_notify, uninit).
+  /// destroy hook) with the retirees' disposals, and the hooks (close, unlist, notify, batch_notify, uninit).
   void report(benchmark::State& st) const {
     if (batches == 0) return;
     using rcubatch::phase;
     st.counters["gp_wait_us"] = (of(phase::grace_period_1) + of(phase::grace_period_2)) / batches / 1e3;
-    st.counters["drain_destroy_us"] = (of(phase::ref_drain) + of(phase::destroy)) / batches / 1e3;
+    st.counters["drain_destroy_us"] =
+        (of(phase::ref_drain) + of(phase::dispose_retirees) + of(phase::dispose_late_retirees)) / batches / 1e3;
     st.counters["hooks_us"] = (of(phase::close) + of(phase::unlist) + of(phase::notify) + of(phase::batch_notify) +
                                of(phase::uninit) + of(phase::validate)) / batches / 1e3;
   }

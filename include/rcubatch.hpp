@@ -13,6 +13,7 @@
 #include "rcubatch/registrable.hpp"
 #include "rcubatch/unreg_queue.hpp"
 #include "rcubatch/batch_stats.hpp"
+#include "rcubatch/phase.hpp"
 #include "rcubatch/batch.hpp"
 #include "rcubatch/policy.hpp"
 #include "rcubatch/dismantle.hpp"

@@ -81,7 +81,7 @@ MUTANTS = [
      "      if (r.refs().begin_drain(&d, &r)) {",
      "      if (r.refs().begin_drain(&d, &r) || true) {", W),
     ("gp1_skipped", RM,
-     "    grace_period(stats, phase::grace_period_1);\n", "", W),
+     "    grace_period(phase::grace_period_1);\n", "", W),
     ("unregistering_state_skipped", RM,
      "        access::set_state(*it, reg_state::unregistering);\n", "", W),
     ("retire_twice_not_checked", BA,

@@ -2,30 +2,18 @@
 //
 // Returned by rollback_many. Every count is exact; times are steady_clock wall time, so compare
 // them as ratios within one run (the test VM's cross-core costs swing 2–5× over tens of seconds).
+// The phases, their names and order are in phase.hpp.
 #pragma once
 
 #include <array>
 #include <chrono>
 #include <cstddef>
-#include <string_view>
+
+#include "rcubatch/phase.hpp"
 
 namespace rcubatch {
 
-/// The phases of rollback_many, in order (see rollback_many.hpp for what each does). For timing,
-/// ref_drain includes each object's destroy hook (objects are destroyed as their references
-/// drop, inside the drain); destroy is the disposal of the retired sub-objects that follows.
-enum class phase : unsigned char {
-  validate, close, unlist, grace_period_1, notify, batch_notify, uninit, grace_period_2, ref_drain, destroy
-};
-inline constexpr std::size_t kPhases = 10;
-
-constexpr std::string_view to_string(phase p) noexcept {
-  constexpr std::array<std::string_view, kPhases> names{
-      "validate", "close", "unlist", "grace_period_1", "notify",
-      "batch_notify", "uninit", "grace_period_2", "ref_drain", "destroy"};
-  return names[static_cast<std::size_t>(p)];
-}
-
+/// What one batch did and what it cost; all zeros by default, filled in by the batch.
 struct batch_stats {
   using duration = std::chrono::nanoseconds;
 
@@ -42,13 +30,18 @@ struct batch_stats {
   std::size_t rebroadcasts = 0;       ///< rebroadcast hook calls
   bool refused = false;               ///< misuse_policy::report refused the whole call; nothing changed
 
+  /// Wall time per phase (phase.hpp: kPhaseTable says what each covers; ref_drain includes every
+  /// destroy hook), and how many times the batch entered each phase (a round of dependents enters
+  /// close, unlist and notify again; a phase the table says is skipped stays at 0).
   std::array<duration, kPhases> phase_time{};
+  std::array<unsigned, kPhases> phase_entries{};
   duration longest_drain_wait{};      ///< longest time one object waited for its last reference
   duration lock_hold{};               ///< time rollback_many ran with the caller's writer lock held
   duration elapsed{};                 ///< whole call
 
   duration& time_of(phase p) noexcept { return phase_time[static_cast<std::size_t>(p)]; }
   duration time_of(phase p) const noexcept { return phase_time[static_cast<std::size_t>(p)]; }
+  unsigned entries_of(phase p) const noexcept { return phase_entries[static_cast<std::size_t>(p)]; }
 };
 
 }  // namespace rcubatch

@@ -1,26 +1,25 @@
 // rcubatch/policy.hpp — the registry's teardown hooks: optional, found by name, checked by shape.
 //
 // A policy is a class; rollback_many calls the hooks it has. This table is the one reference for
-// them (the README links here). "Lock" is the caller's writer lock: held throughout a plain
-// rollback_many; with unlock_during_waits(lock) it is released during the grace periods and the
-// drain, and re-taken for the hooks marked "held".
+// them (README and rollback_many.hpp point here); the phases themselves — their order, the grace
+// periods between them, what each one's time covers — are kPhaseTable in phase.hpp, and kHooks
+// below is this table's first two columns for code and tests. "Lock" is the caller's writer lock:
+// held throughout a plain rollback_many; with unlock_during_waits(lock) it is released during the
+// grace periods, the disposals and the drain, and re-taken for the hooks marked "held".
 //
-//  # | hook                                   | runs                          | lock            | may                         | must not
-//  --+----------------------------------------+-------------------------------+-----------------+-----------------------------+------------------------
-//  0 | validate(T&)              may throw    | per queued object, first      | held            | throw: nothing has changed  | change anything
-//  1 | close_many(object_range<T>) noexcept   | once per lane per round       | held            | stop traffic, mark closing  | free, block on a GP
-//  2 | unlist(T&) noexcept  (required*)       | per object; → unregistering   | held            | unlink from RCU indexes     | free, block on a GP
-//  – | grace period #1                        | once                          | released (udw)  |                             |
-//  3 | notify(T&, batch&) / notify(T&)        | per object, round by round    | held            | b.queue(dependent), unlink  | free, block on a GP
-//  4 | batch_notify(batch&) noexcept          | once per lane                 | held            | container-wide unlinks      | queue, free, block
-//  5 | uninit(T&, batch&) / uninit(T&)        | per object, dependents first  | held            | unlink, b.retire*, note_... | queue, free, block
-//    |   returns void or bool (false: "I unlinked nothing readers can reach")
-//  – | grace period #2 (if anything was unlinked after #1: see rollback_many.hpp)
-//  – | untied retirees disposed               | once, right after GP #2       | released (udw)  |                             |
-//  6 | rebroadcast(T&) noexcept, name(const T&)| drain, objects still held     | held (re-taken) | ask holders to let go       | block
-//  7 | destroy(T*) noexcept (default: delete) | per object, as its refs drop; | released (udw)  | free the object             | touch the registry's
-//    |                                        | after its dependents; then    |                 |                             | indexes (lock not held)
-//    |                                        | its retire_with sub-objects   |                 |                             |
+//  hook                                     | phase        | runs                          | lock            | may                         | must not
+//  -----------------------------------------+--------------+-------------------------------+-----------------+-----------------------------+------------------------
+//  validate(T&)              may throw      | validate     | per queued object, first      | held            | throw: nothing has changed  | change anything
+//  close_many(object_range<T>) noexcept     | close        | once per lane per round       | held            | stop traffic, mark closing  | free, block on a GP
+//  unlist(T&) noexcept  (required*)         | unlist       | per object; → unregistering   | held            | unlink from RCU indexes     | free, block on a GP
+//  notify(T&, batch&) / notify(T&)          | notify       | per object, round by round    | held            | b.queue(dependent), unlink  | free, block on a GP
+//  batch_notify(batch&) noexcept            | batch_notify | once per lane                 | held            | container-wide unlinks      | queue, free, block
+//  uninit(T&, batch&) / uninit(T&)          | uninit       | per object, dependents first  | held            | unlink, b.retire*, note_... | queue, free, block
+//    returns void or bool (false: "I unlinked nothing readers can reach")
+//  rebroadcast(T&) noexcept, name(const T&) | ref_drain    | objects still held            | held (re-taken) | ask holders to let go       | block
+//  destroy(T*) noexcept (default: delete)   | ref_drain    | per object, as its refs drop; | released (udw)  | free the object             | touch the registry's
+//                                           |              | after its dependents; then    |                 |                             | indexes (lock not held)
+//                                           |              | its retire_with sub-objects   |                 |                             |
 //
 // (udw) = only under unlock_during_waits; otherwise held. destroy runs without the lock under
 // unlock_during_waits on purpose: the object is unreachable, and re-taking the lock per object
@@ -39,13 +38,40 @@
 // a polymorphic T needs a virtual destructor (delete through T* otherwise is undefined).
 #pragma once
 
+#include <array>
 #include <concepts>
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
 
 #include "rcubatch/batch.hpp"
+#include "rcubatch/phase.hpp"
+
+namespace rcubatch {
+
+/// A row of the hook table above: a hook's name and the phase it runs in.
+struct hook_row {
+  std::string_view name;
+  phase runs_in;
+};
+
+/// Every hook a policy may have, in the order the phases call them. A new row goes with its line
+/// in policy_hooks::has (a row it does not know is a compile error).
+inline constexpr std::array<hook_row, 9> kHooks{{
+    {"validate", phase::validate},
+    {"close_many", phase::close},
+    {"unlist", phase::unlist},
+    {"notify", phase::notify},
+    {"batch_notify", phase::batch_notify},
+    {"uninit", phase::uninit},
+    {"rebroadcast", phase::ref_drain},
+    {"name", phase::ref_drain},
+    {"destroy", phase::ref_drain},
+}};
+
+}  // namespace rcubatch
 
 namespace rcubatch::detail {
 
@@ -120,8 +146,30 @@ struct policy_hooks {
   static constexpr bool has_rebroadcast = names_rebroadcast<M> || rebroadcast_ok;
   static constexpr bool has_name = names_name<M> || name_ok;
 
+  /// Whether this policy has the hook named `hook`, a kHooks name (another name, evaluated at
+  /// compile time, is a compile error: every row of kHooks is looked up by has_hook_in).
+  static constexpr bool has(std::string_view hook) {
+    if (hook == "validate") return has_validate;
+    if (hook == "close_many") return has_close_many;
+    if (hook == "unlist") return has_unlist;
+    if (hook == "notify") return has_notify;
+    if (hook == "batch_notify") return has_batch_notify;
+    if (hook == "uninit") return has_uninit;
+    if (hook == "rebroadcast") return has_rebroadcast;
+    if (hook == "name") return has_name;
+    if (hook == "destroy") return has_destroy;
+    throw "rcubatch: a row of kHooks names a hook policy_hooks::has does not know";
+  }
+  /// Whether this policy has a hook that runs in phase `p` (phase_entered::with_its_hook).
+  static constexpr bool has_hook_in(phase p) {
+    bool found = false;
+    for (const hook_row& h : kHooks) found = (has(h.name) && h.runs_in == p) || found;  // looks every row up
+    return found;
+  }
+
   static constexpr bool check() {
     static_assert(std::is_class_v<M>, "rcubatch: a policy must be a class type");
+    static_assert(has_hook_in(phase::validate) || true, "rcubatch: every row of kHooks names a known hook");
     constexpr bool is_const = std::is_const_v<P>;
     static_assert(!(is_const && has_unlist && !unlist_ok && unlist_mutable_ok),
                   "rcubatch: the policy was passed as const, and its unlist (like any hook that is not a const "

@@ -11,27 +11,10 @@
 //   rcubatch::rollback_many(domain, rcubatch::lane(sessions, session_policy{reg}),
 //                                   rcubatch::lane(streams, stream_policy{reg}));
 //
-// The generic form of Linux's unregister_netdevice_many (2.6.33, 2009). For the queued objects
-// (the hook table with locks and rules is in policy.hpp):
-//   0. validate        every lane's policy.validate — may throw: nothing has changed yet
-//   -- point of no return: every later hook is noexcept (checked at compile time) --
-//      the batch starts running on each queue's list in place (no pass over the objects: their
-//      lane, batch and dismantle flag are derived through the queue, for all of them at once)
-//   1. close_many      per lane, once per round, with the round's objects
-//   2. unlist          per object: unpublish from the RCU-visible indexes; → unregistering
-//   -- grace period #1: no reader found any of them through a primary index any more --
-//   3. notify          per object; may queue dependents (b.queue) of any lane. Each round of
-//                      dependents is closed and unlisted, then notified, until none appear
-//   4. batch_notify    once per lane: container-wide work (cache flush, FIB sweep)
-//   5. uninit          per object, last lane first, newest first: unlink secondary structures,
-//                      retire sub-objects
-//   -- grace period #2, only if something was unlinked after #1 (a retire, note_unlinked, a
-//      dismantle elision, a void or true-returning uninit, or any dependent) --
-//      untied retirees are disposed
-//   6. ref drain       → unregistered; destroy each as its count drops and its dependents are
-//                      gone (ref_drain.hpp states the order guarantees). An object nobody holds
-//                      takes the fused step: draining mark, → released and destroy at once
-//   7. destroy         policy.destroy(obj) (default: delete), then its retire_with sub-objects
+// The generic form of Linux's unregister_netdevice_many (2.6.33, 2009). The phases (their order,
+// the grace periods between them, what each one's time covers) are kPhaseTable in phase.hpp; the
+// hooks each phase runs, with locks and rules, are the table in policy.hpp. rollback_engine::run
+// below is that table as code: one private function per phase, in the table's order.
 //
 // Dependents queued from notify are unlisted after grace period #1, so their own notify/uninit run
 // before a full grace period has passed since their unlist; only #2 separates their unlist from
@@ -169,8 +152,10 @@ class prefetcher {
   It end_;
 };
 
+/// Runs f as (part of) phase p: counts the entry and adds its wall time (batch_stats).
 template <class F>
 void timed(batch_stats& stats, phase p, F&& f) {
+  ++stats.phase_entries[static_cast<std::size_t>(p)];
   const auto t0 = std::chrono::steady_clock::now();
   std::forward<F>(f)();
   stats.time_of(p) += std::chrono::duration_cast<batch_stats::duration>(std::chrono::steady_clock::now() - t0);
@@ -373,74 +358,143 @@ class rollback_engine {
       : domain_(d), opts_(o), lock_(lock),
         pointers_{},
         batch_(batch_access::make(pointers_.data(), kLanes, d)),
+        stats_(batch_access::stats(batch_)),
         lanes_(batch_, specs...) {
     pointers_ = {static_cast<lane_base*>(&static_cast<Lanes&>(lanes_))...};
     each([&](auto& l) { l.set_drain_options(opts_.drain); });
   }
 
+  /// The phases of kPhaseTable (phase.hpp), one private function each, in the table's order.
   batch_stats run() {
     const auto start = clock::now();
-    batch_stats& stats = batch_access::stats(batch_);
-    if (in_read_section<Flavor>()) {
-      diag_text msg("rollback_many<");
-      msg += Flavor::name;
-      msg += "> called inside a read-side section: its grace periods would deadlock (memb, mb, bp) "
-             "or drop the reader's protection (qsbr)";
-      diagnose(misuse_kind::blocking_in_read_section, msg.view());
-      stats.refused = true;  // misuse_policy::report: nothing changed
-      return stats;
-    }
-    // Phase 0. Every object in an unreg_queue is registered and in no batch (push checks it, and
-    // states only change inside a batch, which takes its objects out of every queue first), so
-    // only the policy's validate needs a pass — skipped without one, since each pass over N
-    // scattered objects costs several ns per object in cache misses.
-    timed(stats, phase::validate, [&] { each([](auto& l) { l.validate(); }); });
-    bool all_empty = true;
-    each([&](auto& l) { all_empty = all_empty && l.queue_empty(); });
-    if (all_empty) return finish(stats, start);
+    if (in_read_section<Flavor>()) return refuse_in_read_section();
+    validate();
+    if (all_queues_empty()) return finish(start);
 
     // --- point of no return ---
-    each([&](auto& l) { l.start(opts_.mark_dismantle); });
-    each([&](auto& l) { l.close_and_unlist_new(stats); });
-    grace_period(stats, phase::grace_period_1);
-    batch_access::passed_gp1(batch_);
+    start_running();
+    close_and_unlist();
+    grace_period_1();
+    notify_rounds();
+    batch_notify();
+    const bool unlinked = uninit();
+    if (needs_grace_period_2(unlinked)) grace_period_2();
 
-    // Notify round by round: dependents queued by one round are closed, unlisted, then notified.
-    constexpr bool any_notify = (Lanes::hooks_type::has_notify || ...);
-    for (;;) {
-      ++stats.rounds;
-      if constexpr (!any_notify) break;  // only notify can queue dependents
-      each([&](auto& l) { l.notify_new(batch_, stats); });
-      bool more = false;
-      each([&](auto& l) { more = more || l.has_new(); });
-      if (!more) break;
-      each([&](auto& l) { l.close_and_unlist_new(stats); });
-    }
-    batch_access::close_door(batch_);
-
-    each([&](auto& l) { l.batch_notify(batch_, stats); });
-    bool unlinked = false;
-    each_reversed([&](auto& l) { unlinked |= l.uninit_all(batch_, stats); });
-
-    if (unlinked || batch_access::unlinked(batch_) || stats.dependents_added > 0) {
-      grace_period(stats, phase::grace_period_2);
-    }
-
-    stats.objects = batch_.size();
-    lock_.unlock();
-    timed(stats, phase::destroy, [&] { batch_access::dispose_untied(batch_); });
-    timed(stats, phase::ref_drain, [&] {
-      ref_drain drain(pointers_.data(), kLanes, opts_.drain, stats, lock_);
-      each_reversed([&](auto& l) { l.drain_scan(drain, lock_.released_during_waits()); });
-      drain.template wait<Flavor>();
-    });
-    timed(stats, phase::destroy, [&] { batch_access::dispose_late(batch_); });
+    stats_.objects = batch_.size();
+    lock_.unlock();  // a no-op unless unlock_during_waits: disposals and the drain run unlocked
+    dispose_retirees();
+    ref_drain_and_destroy();
+    dispose_late_retirees();
     lock_.relock();
     each([](auto& l) { l.finish(); });
-    return finish(stats, start);
+    return finish(start);
   }
 
  private:
+  /// Misuse: a grace period inside a read-side section deadlocks or drops the reader's protection.
+  /// Under misuse_policy::report nothing has changed: stats.refused.
+  batch_stats refuse_in_read_section() {
+    diag_text msg("rollback_many<");
+    msg += Flavor::name;
+    msg += "> called inside a read-side section: its grace periods would deadlock (memb, mb, bp) "
+           "or drop the reader's protection (qsbr)";
+    diagnose(misuse_kind::blocking_in_read_section, msg.view());
+    stats_.refused = true;
+    return stats_;
+  }
+
+  /// Phase validate. Every object in an unreg_queue is registered and in no batch (push checks
+  /// it, and states only change inside a batch, which takes its objects out of every queue
+  /// first), so only the policy's validate needs a pass — skipped without one, since each pass
+  /// over N scattered objects costs several ns per object in cache misses. May throw: nothing
+  /// has changed yet.
+  void validate() {
+    timed(stats_, phase::validate, [&] { each([](auto& l) { l.validate(); }); });
+  }
+
+  bool all_queues_empty() noexcept {
+    bool all_empty = true;
+    each([&](auto& l) { all_empty = all_empty && l.queue_empty(); });
+    return all_empty;
+  }
+
+  /// Not a phase (no hook, no pass): the batch starts running on each queue's list in place;
+  /// from here every object's lane, batch and dismantle flag are derived through its queue.
+  void start_running() noexcept {
+    each([&](auto& l) { l.start(opts_.mark_dismantle); });
+  }
+
+  /// Phases close and unlist for the queued objects (→ unregistering): per lane, close_many with
+  /// the lane's objects, then unlist for each (the lane runs the two back to back).
+  void close_and_unlist() noexcept {
+    each([&](auto& l) { l.close_and_unlist_new(stats_); });
+  }
+
+  /// No reader finds any queued object through a primary index any more.
+  void grace_period_1() noexcept {
+    grace_period(phase::grace_period_1);
+    batch_access::passed_gp1(batch_);
+  }
+
+  /// Phase notify, round by round: the dependents a round queues (of any lane) are closed and
+  /// unlisted, then notified, until a round queues none; then the batch takes no more.
+  void notify_rounds() noexcept {
+    constexpr bool any_notify = (Lanes::hooks_type::has_hook_in(phase::notify) || ...);
+    for (;;) {
+      ++stats_.rounds;
+      if constexpr (!any_notify) break;  // only notify can queue dependents
+      each([&](auto& l) { l.notify_new(batch_, stats_); });
+      bool more = false;
+      each([&](auto& l) { more = more || l.has_new(); });
+      if (!more) break;
+      each([&](auto& l) { l.close_and_unlist_new(stats_); });
+    }
+    batch_access::close_door(batch_);
+  }
+
+  /// Phase batch_notify, once per lane: container-wide work (cache flush, FIB sweep).
+  void batch_notify() noexcept {
+    each([&](auto& l) { l.batch_notify(batch_, stats_); });
+  }
+
+  /// Phase uninit: last lane first, newest object first (dependents before the objects they hang
+  /// from). Returns whether any hook may have unlinked something readers can reach.
+  bool uninit() noexcept {
+    bool unlinked = false;
+    each_reversed([&](auto& l) { unlinked |= l.uninit_all(batch_, stats_); });
+    return unlinked;
+  }
+
+  /// Whether something was unlinked after grace period #1 (phase_entered::if_unlinked_after_gp1).
+  bool needs_grace_period_2(bool uninit_unlinked) const noexcept {
+    return uninit_unlinked || batch_access::unlinked(batch_) || stats_.dependents_added > 0;
+  }
+
+  void grace_period_2() noexcept { grace_period(phase::grace_period_2); }
+
+  /// Phase dispose_retirees: batch::retire'd sub-objects, right after the last grace period.
+  void dispose_retirees() noexcept {
+    timed(stats_, phase::dispose_retirees, [&] { batch_access::dispose_untied(batch_); });
+  }
+
+  /// Phase ref_drain: → unregistered; each object is destroyed (policy destroy, then its
+  /// retire_with sub-objects) as its last reference drops and its dependents are gone
+  /// (ref_drain.hpp states the order guarantees). An object nobody holds takes the fused step:
+  /// draining mark, → released and destroy at once.
+  void ref_drain_and_destroy() noexcept {
+    timed(stats_, phase::ref_drain, [&] {
+      ref_drain drain(pointers_.data(), kLanes, opts_.drain, stats_, lock_);
+      each_reversed([&](auto& l) { l.drain_scan(drain, lock_.released_during_waits()); });
+      drain.template wait<Flavor>();
+    });
+  }
+
+  /// Phase dispose_late_retirees: retire_with sub-objects whose owner was not in the batch
+  /// (misuse not_in_batch), after every object is destroyed.
+  void dispose_late_retirees() noexcept {
+    timed(stats_, phase::dispose_late_retirees, [&] { batch_access::dispose_late(batch_); });
+  }
+
   template <class F>
   void each(F&& f) {
     (f(static_cast<Lanes&>(lanes_)), ...);
@@ -452,27 +506,29 @@ class rollback_engine {
     }(std::make_index_sequence<kLanes>{});
   }
 
-  void grace_period(batch_stats& stats, phase which) noexcept {
-    timed(stats, which, [&] {
+  /// A grace-period phase: skipped (gps_elided) if one has already elapsed since the snapshot;
+  /// the caller's lock is released for the wait under unlock_during_waits.
+  void grace_period(phase which) noexcept {
+    timed(stats_, which, [&] {
       const gp_cookie cookie = domain_.snapshot();
       if (domain_.elapsed(cookie)) {
-        ++stats.gps_elided;
+        ++stats_.gps_elided;
         return;
       }
       lock_.unlock();
       if (domain_.wait_for(cookie)) {
-        ++stats.grace_periods;
+        ++stats_.grace_periods;
       } else {
-        ++stats.gps_elided;
+        ++stats_.gps_elided;
       }
       lock_.relock();
     });
   }
 
-  batch_stats finish(batch_stats& stats, clock::time_point start) noexcept {
-    stats.elapsed = std::chrono::duration_cast<batch_stats::duration>(clock::now() - start);
-    stats.lock_hold = stats.elapsed - std::chrono::duration_cast<batch_stats::duration>(lock_.released_for());
-    return stats;
+  batch_stats finish(clock::time_point start) noexcept {
+    stats_.elapsed = std::chrono::duration_cast<batch_stats::duration>(clock::now() - start);
+    stats_.lock_hold = stats_.elapsed - std::chrono::duration_cast<batch_stats::duration>(lock_.released_for());
+    return stats_;
   }
 
   grace_domain<Flavor>& domain_;
@@ -480,6 +536,7 @@ class rollback_engine {
   writer_lock_ref lock_;
   std::array<lane_base*, kLanes> pointers_;
   batch batch_;
+  batch_stats& stats_;  // the batch's own (hooks read it through batch::stats())
   lane_set<Lanes...> lanes_;
 };
 
