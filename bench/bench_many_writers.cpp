@@ -71,7 +71,7 @@
 #include <rcubatch/index/lfht_index.hpp>
 #include <rcubatch/registry.hpp>
 
-#include "bench_registry.hpp"  // ping_pong: the VM's fast/slow cache-line state, as the teardown bench records it
+#include "bench_ping_pong.hpp"  // the VM's fast/slow cache-line state, as the teardown bench records it
 #include "latency_histogram.hpp"
 #include "sim_gp_flavor.hpp"
 

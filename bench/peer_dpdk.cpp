@@ -18,7 +18,7 @@
 #include <rte_errno.h>
 #include <rte_rcu_qsbr.h>
 
-#include "bench_registry.hpp"
+#include "bench_peers.hpp"
 
 namespace rcubatch_bench {
 namespace {
@@ -85,7 +85,8 @@ double defer_all(rte_rcu_qsbr_dq* dq, registry& reg, std::vector<bench_object*>&
   return -1.0;  // one token per object; a reader pass acks all earlier tokens
 }
 
-void bm_dpdk_defer_queue(benchmark::State& st, std::size_t n, int readers) {
+void bm_dpdk_defer_queue(benchmark::State& st) {
+  const std::size_t n = n_of(st);
   if (!g_eal_ok) {
     st.SkipWithError("DPDK EAL did not start (see the dpdk_eal context field)");
     for (auto _ : st) {
@@ -100,20 +101,11 @@ void bm_dpdk_defer_queue(benchmark::State& st, std::size_t n, int readers) {
     return;
   }
   std::size_t enqueue_failures = 0;
-  run_teardown_case<dpdk_protocol>(st, n, readers, [&](registry& reg, std::vector<bench_object*>& objs) {
+  run_teardown_case<dpdk_protocol>(st, n, readers_of(st), [&](registry& reg, std::vector<bench_object*>& objs) {
     return defer_all(dq, reg, objs, enqueue_failures);
   });
   rte_rcu_qsbr_dq_delete(dq);
   st.counters["enqueue_retries"] = static_cast<double>(enqueue_failures);
-}
-
-void add_case(std::size_t n, int readers, bool full) {
-  const std::string name = "BM_Teardown_DpdkDeferQueue/rte_rcu_qsbr/readers:" + std::to_string(readers) +
-                           "/N:" + std::to_string(n);
-  benchmark::RegisterBenchmark(name.c_str(), [n, readers](benchmark::State& st) { bm_dpdk_defer_queue(st, n, readers); })
-      ->Iterations(iterations_for(n, full))
-      ->UseManualTime()
-      ->Unit(benchmark::kMicrosecond);
 }
 
 }  // namespace
@@ -140,20 +132,8 @@ std::string dpdk_init() {
   return error;
 }
 
-std::vector<double> dpdk_goal_samples(std::size_t n, int readers, int iterations) {
-  if (!g_eal_ok) return {};
-  rte_rcu_qsbr_dq* dq = create_defer_queue(n);
-  if (dq == nullptr) return {};
-  std::size_t retries = 0;
-  auto out = sample_teardown<dpdk_protocol>(n, readers, iterations, [&](registry& reg, std::vector<bench_object*>& objs) {
-    return defer_all(dq, reg, objs, retries);
-  });
-  rte_rcu_qsbr_dq_delete(dq);
-  return out;
+void register_dpdk_benchmarks(const run_config& cfg) {
+  register_sweep(cfg, "BM_Teardown_DpdkDeferQueue/rte_rcu_qsbr", &bm_dpdk_defer_queue);
 }
-
-void register_dpdk_goal_case(const run_config& cfg) { add_case(10'000, 1, cfg.full); }
-
-void register_dpdk_benchmarks(const run_config& cfg) { register_scaling_cases(cfg, add_case); }
 
 }  // namespace rcubatch_bench

@@ -10,7 +10,7 @@
 #include <cds/threading/model.h>
 #include <cds/urcu/general_buffered.h>
 
-#include "bench_registry.hpp"
+#include "bench_peers.hpp"
 
 namespace rcubatch_bench {
 namespace {
@@ -54,31 +54,16 @@ double retire_all(registry& reg, std::vector<bench_object*>& objs) {
   return -1.0;             // GPs run inside retire_ptr when the buffer fills: about N/256 + 1
 }
 
-void bm_libcds_retire(benchmark::State& st, std::size_t n, int readers) {
+void bm_libcds_retire(benchmark::State& st) {
   rcu_singleton();
-  run_teardown_case<libcds_protocol>(st, n, readers, &retire_all);
+  run_teardown_case<libcds_protocol>(st, n_of(st), readers_of(st), &retire_all);
   st.counters["buffer_capacity"] = static_cast<double>(rcu_gpb::capacity());
 }
 
-void add_case(std::size_t n, int readers, bool full) {
-  const std::string name = "BM_Teardown_LibcdsRetire/general_buffered/readers:" + std::to_string(readers) +
-                           "/N:" + std::to_string(n);
-  benchmark::RegisterBenchmark(name.c_str(), [n, readers](benchmark::State& st) { bm_libcds_retire(st, n, readers); })
-      ->Iterations(iterations_for(n, full))
-      ->UseManualTime()
-      ->Unit(benchmark::kMicrosecond);
-}
-
-
 }  // namespace
 
-std::vector<double> libcds_goal_samples(std::size_t n, int readers, int iterations) {
-  rcu_singleton();
-  return sample_teardown<libcds_protocol>(n, readers, iterations, &retire_all);
+void register_libcds_benchmarks(const run_config& cfg) {
+  register_sweep(cfg, "BM_Teardown_LibcdsRetire/general_buffered", &bm_libcds_retire);
 }
-
-void register_libcds_goal_case(const run_config& cfg) { add_case(10'000, 1, cfg.full); }
-
-void register_libcds_benchmarks(const run_config& cfg) { register_scaling_cases(cfg, add_case); }
 
 }  // namespace rcubatch_bench

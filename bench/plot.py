@@ -9,16 +9,28 @@ one panel per flavor, one reader), <out-dir>/teardown_ratios.png (each method's 
 rollback_many's, urcu-memb, one reader) and a Markdown summary with the issue's goal table. Every
 figure comes from the one JSON file given, so every ratio comes from one run.
 
-Per-object costs are the median iteration (counter ns_per_obj_median) unless --mean is given: on
-this shared 2-vCPU VM a grace period now and then waits a whole scheduler slice for a reader that
-was preempted inside its read-side section, and the mean carries those outliers. Tables show both.
+Every ratio is computed here, from the JSON's per-repetition rows (Google Benchmark's
+--benchmark_repetitions; bench/run.sh passes it with --benchmark_enable_random_interleaving, so
+the repetitions of all cases are shuffled together). Which median where (one definition,
+examples/common/median.hpp: the middle value, the mean of the two middle ones for an even count;
+Python's statistics.median and Google Benchmark's median aggregate are the same):
+  - a case's per-object cost: the median over its repetitions of each repetition's mean
+    (counter ns_per_obj), unless --mean (the mean over repetitions) is given; on this shared
+    2-vCPU VM a grace period now and then waits a whole scheduler slice for a reader preempted
+    inside its read-side section, and the mean carries those outliers. Tables show both;
+  - a ratio between two cases (legacy / rollback_many, ...): the ratio of their medians;
+  - the goal case's rollback_many / hand floor: the median of the per-pair ratios (one pair per
+    repetition), over all pairs, the undisturbed ones, and the fast and slow pairs.
 Uses Debian's python3-matplotlib; run it with /usr/bin/python3.
 """
 import argparse
-import json
 import math
 import re
+import statistics
 import sys
+from collections import defaultdict
+
+from bench_json import load
 
 import matplotlib
 
@@ -51,28 +63,38 @@ STYLE = {
 FLAVORS = ["memb", "qsbr", "mb", "bp"]
 
 
-def load(path):
-    with open(path) as f:
-        doc = json.load(f)
-    runs = [b for b in doc["benchmarks"] if b.get("run_type", "iteration") == "iteration"]
-    return doc.get("context", {}), runs
+def by_case(runs):
+    """{run_name: [per-repetition rows]} in the order the cases first appear."""
+    out = defaultdict(list)
+    for b in runs:
+        if not b.get("error_occurred"):
+            out[b.get("run_name", b["name"])].append(b)
+    return out
+
+
+def median(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.median(xs) if xs else None
 
 
 def teardown_table(runs, use_mean):
     """{(method, flavor, readers, n): row} — flavor is the liburcu flavor, or the peer's own name."""
     out = {}
-    for b in runs:
-        m = TEARDOWN.match(b["name"])
-        if not m or b.get("error_occurred"):
+    for name, reps in by_case(runs).items():
+        m = TEARDOWN.match(name)
+        if not m:
             continue
         method, flavor, readers, n = m.group(1), m.group(2), int(m.group(3)), int(m.group(4))
-        mean = b.get("ns_per_obj")
-        median = b.get("ns_per_obj_median", mean)
+        per_rep = [b.get("ns_per_obj") for b in reps]
+        mean, med = statistics.fmean(per_rep), statistics.median(per_rep)
+        first = reps[0]
         out[(method, flavor, readers, n)] = dict(
-            mean=mean, median=median, value=mean if use_mean else median,
-            gps=b.get("gps_per_batch", -1), iterations=b.get("iterations"),
-            gp_wait_us=b.get("gp_wait_us"), drain_destroy_us=b.get("drain_destroy_us"), hooks_us=b.get("hooks_us"),
-            reader_lookups_per_s=b.get("reader_lookups_per_s"), name=b["name"])
+            mean=mean, median=med, value=mean if use_mean else med, repetitions=len(reps),
+            gps=first.get("gps_per_batch", -1), iterations=first.get("iterations"),
+            gp_wait_us=median(b.get("gp_wait_us") for b in reps),
+            drain_destroy_us=median(b.get("drain_destroy_us") for b in reps),
+            hooks_us=median(b.get("hooks_us") for b in reps),
+            reader_lookups_per_s=median(b.get("reader_lookups_per_s") for b in reps), name=name)
     return out
 
 
@@ -158,7 +180,6 @@ def fmt(x, digits=3):
 
 
 def summary(ctx, runs, table, path, src):
-    by_name = {b["name"]: b for b in runs}
     L = []
     L.append(f"Source: `{src}`  ")
     L.append(f"Date (from the run): {ctx.get('date', '?')}; mode: {ctx.get('rcubatch_mode', '?')}; "
@@ -173,60 +194,43 @@ def summary(ctx, runs, table, path, src):
     L.append(f"DPDK EAL: {ctx.get('dpdk_eal', '?')}")
     L.append("")
 
-    # --- the issue's goals, interleaved (primary) ---
-    inter = next((b for b in runs if b["name"].startswith("BM_Goal_Interleaved/memb")), None)
-    if inter:
-        L.append("### Goals, interleaved case (urcu-memb, 1 reader, N = 10,000) — the verdicts")
+    # --- the goal case: rollback_many / hand floor, one adjacent pair per repetition ---
+    pairs = [b for b in runs if b["name"].startswith("BM_Goal_RollbackVsHandFloor/memb")]
+    if pairs:
+        ratios = [b["ratio_rollback_over_hand_floor"] for b in pairs]
+        calm = [b for b in pairs if not b.get("disturbed")]
+        fast = [b["ratio_rollback_over_hand_floor"] for b in calm if b.get("fast")]
+        slow = [b["ratio_rollback_over_hand_floor"] for b in calm if b.get("slow")]
+        L.append("### Goal case: rollback_many / hand-written floor (urcu-memb, 1 reader, N = 10,000)")
         L.append("")
-        L.append(f"`{inter['name'].split('/iterations')[0]}`: {inter.get('iterations')} rounds; each round runs every "
-                 "method in turn with its own readers, so all methods see the same mix of machine states; rollback_many and "
-                 "the hand-written floor run as 6 adjacent pairs per round (random order within each pair, same readers). "
-                 "Medians over all rounds' teardowns; the hand-floor ratio is the median of the per-pair ratios.")
+        L.append(f"`{pairs[0]['run_name'].split('/iterations')[0]}`: {len(pairs)} pairs (one per repetition: one batch of "
+                 "each, adjacent, random order, same registry and readers). `ratio_rollback_over_hand_floor` is the median "
+                 "of the per-pair ratios.")
         L.append("")
-        L.append("| method | ns/object (median) | teardowns | ratio | goal | met |")
+        L.append("| pairs | count | rollback_many ns/object | hand floor ns/object | ratio_rollback_over_hand_floor (median) | goal |")
         L.append("|---|---|---|---|---|---|")
-        rows = [
-            ("rollback_many", "rollback_many", None, None, None),
-            ("floor", "floor (GPs stubbed)", "ratio_rollback_over_floor", "rollback_many / floor", None),
-            ("hand_floor", "by hand, no library (the floor)", "ratio_rollback_over_hand_floor",
-             "rollback_many / hand floor (median of per-pair ratios)", lambda x: x <= 1.25),
-            ("legacy_1gp", "legacy, 1 GP/object", "ratio_legacy1_over_rollback", "legacy-1GP / rollback_many", None),
-            ("legacy_3gp", "legacy, 3 GPs/object", "ratio_legacy3_over_rollback", "legacy-3GP / rollback_many", lambda x: x >= 1000),
-            ("call_rcu_barrier", "call_rcu + rcu_barrier", "ratio_callrcu_over_rollback", "call_rcu+barrier / rollback_many", lambda x: x >= 20),
-            ("libcds", "libcds general_buffered retire", "ratio_libcds_over_rollback", "libcds / rollback_many", lambda x: x >= 2),
-            ("dpdk", "DPDK rte_rcu_qsbr defer queue", "ratio_dpdk_over_rollback", "DPDK / rollback_many", lambda x: x >= 2),
-        ]
-        goal_text = {"hand_floor": "≤ 1.25", "legacy_3gp": "≥ 1000", "call_rcu_barrier": "≥ 20", "libcds": "≥ 2", "dpdk": "≥ 2"}
-        for key, label, ratio_key, what, ok in rows:
-            v = inter.get(f"{key}_ns_per_obj")
-            if v is None:
-                L.append(f"| {label} | not run | | | | |")
+        for label, rows, goal in [("all", pairs, "≤ 1.25 fast"), ("undisturbed", calm, ""),
+                                  ("undisturbed, fast state", [b for b in calm if b.get("fast")], "≤ 1.25"),
+                                  ("undisturbed, slow state", [b for b in calm if b.get("slow")], "≤ 1.35")]:
+            if not rows:
+                L.append(f"| {label} | 0 | | | | {goal} |")
                 continue
-            samples = fmt(inter.get(f"{key}_samples"))
-            if ratio_key is None:
-                L.append(f"| {label} | {fmt(v)} | {samples} | 1 | | |")
-                continue
-            x = inter.get(ratio_key)
-            met = "–" if ok is None else ("yes" if ok(x) else "**no**")
-            L.append(f"| {label} | {fmt(v)} | {samples} | {what} = **{fmt(x)}** | {goal_text.get(key, '–')} | {met} |")
+            L.append(f"| {label} | {len(rows)} | {fmt(median(b['rollback_many_ns_per_obj'] for b in rows))} | "
+                     f"{fmt(median(b['hand_floor_ns_per_obj'] for b in rows))} | "
+                     f"**{fmt(median(b['ratio_rollback_over_hand_floor'] for b in rows))}** | {goal} |")
         L.append("")
-        if inter.get("ratio_rollback_over_hand_floor") is not None:
-            L.append(f"rollback_many / hand floor over the {fmt(inter.get('pairs'))} pairs less the "
-                     f"{fmt(inter.get('pairs_disturbed'))} disturbed ones (writer preempted, or a GP wait over 1 ms): "
-                     f"{fmt(inter.get('ratio_rollback_over_hand_floor_undisturbed'))}; "
-                     f"by the machine's state (ping-pong < 200 ns before and after the round's pairs: "
-                     f"fast): fast {fmt(inter.get('ratio_rollback_over_hand_floor_fast'))} over {fmt(inter.get('rounds_fast'))} "
-                     f"round(s) (goal ≤ 1.25), slow {fmt(inter.get('ratio_rollback_over_hand_floor_slow'))} over "
-                     f"{fmt(inter.get('rounds_slow'))} (goal ≤ 1.35), {fmt(inter.get('rounds_mixed'))} mixed.")
-            L.append("")
+        L.append(f"Disturbed (writer preempted, or a GP wait over 1 ms): {len(pairs) - len(calm)}; fast/slow state: "
+                 f"ping-pong below/at least 200 ns before and after the pair ({len(fast)} fast, {len(slow)} slow, "
+                 f"{len(calm) - len(fast) - len(slow)} mixed among the undisturbed). Over all pairs: median {fmt(median(ratios))}.")
+        L.append("")
 
     # --- the issue's goals, separate cases ---
     n, r, f = 10_000, 1, "memb"
     rb = lookup(table, "RollbackMany", f, r, n)
-    L.append(f"### The same methods as separate cases (urcu-{f}, {r} reader, N = {n:,}), run back to back")
+    L.append(f"### The goal set as separate cases (urcu-{f}, {r} reader, N = {n:,}): ratios of medians over repetitions")
     L.append("")
-    L.append("| method | ns/object median | ns/object mean | GPs/batch | ratio (median) | ratio (mean) | goal | met (median) |")
-    L.append("|---|---|---|---|---|---|---|---|")
+    L.append("| method | ns/object median | ns/object mean | repetitions | GPs/batch | ratio (medians) | ratio (means) | goal | met (medians) |")
+    L.append("|---|---|---|---|---|---|---|---|---|")
     goals = {
         "Floor": ("rollback_many / floor", None, "–"),
         "HandFloor": ("rollback_many / hand floor", lambda x: x <= 1.25, "≤ 1.25"),
@@ -239,10 +243,10 @@ def summary(ctx, runs, table, path, src):
     for method in METHODS:
         row = lookup(table, method, f, r, n)
         if row is None:
-            L.append(f"| {LABELS[method]} | not run | | | | | | |")
+            L.append(f"| {LABELS[method]} | not run | | | | | | | |")
             continue
         if method == "RollbackMany":
-            L.append(f"| {LABELS[method]} | {fmt(row['median'])} | {fmt(row['mean'])} | {fmt(row['gps'])} | 1 | 1 | | |")
+            L.append(f"| {LABELS[method]} | {fmt(row['median'])} | {fmt(row['mean'])} | {row['repetitions']} | {fmt(row['gps'])} | 1 | 1 | | |")
             continue
         what, ok, goal = goals[method]
         if method in ("Floor", "HandFloor"):
@@ -251,17 +255,10 @@ def summary(ctx, runs, table, path, src):
             rm, rmean = row["median"] / rb["median"], row["mean"] / rb["mean"]
         met = "–" if ok is None else ("yes" if ok(rm) else "**no**")
         gps = "stubbed" if method == "Floor" else fmt(row["gps"]) if row["gps"] >= 0 else "n/a"
-        L.append(f"| {LABELS[method]} | {fmt(row['median'])} | {fmt(row['mean'])} | {gps} | {what} = {fmt(rm)} | {fmt(rmean)} | {goal} | {met} |")
-    paired = next((b for b in runs if b["name"].startswith("BM_Paired_RollbackManyVsFloor/memb")), None)
-    if paired:
-        L.append("")
-        L.append(f"Paired case (rollback_many and floor batches alternating on the same readers): "
-                 f"rollback_many {fmt(paired.get('rollback_ns_per_obj_median'))} ns/object, floor "
-                 f"{fmt(paired.get('floor_ns_per_obj_median'))} ns/object (medians); ratio of medians "
-                 f"**{fmt(paired.get('ratio_median'))}**, ratio of means {fmt(paired.get('ratio_mean'))} (goal ≤ 1.25).")
+        L.append(f"| {LABELS[method]} | {fmt(row['median'])} | {fmt(row['mean'])} | {row['repetitions']} | {gps} | {what} = {fmt(rm)} | {fmt(rmean)} | {goal} | {met} |")
     if rb and rb.get("gp_wait_us") is not None:
         L.append("")
-        L.append(f"rollback_many's time per batch at this point (means): grace-period waits {fmt(rb['gp_wait_us'])} µs, "
+        L.append(f"rollback_many's time per batch at this point (medians over repetitions of the means): grace-period waits {fmt(rb['gp_wait_us'])} µs, "
                  f"ref drain + destroy {fmt(rb['drain_destroy_us'])} µs, hooks {fmt(rb['hooks_us'])} µs, "
                  f"whole batch {fmt(rb['mean'] * n / 1e3)} µs.")
     L.append("")
@@ -288,7 +285,7 @@ def summary(ctx, runs, table, path, src):
     if rows:
         L.append("### rollback_many over the hand-written floor by N (urcu-memb, 1 reader; goal at 1e6: ≤ 1.3)")
         L.append("")
-        L.append("Separate cases, run one after the other: the goal case's per-pair ratio is the trustworthy figure at 1e4.")
+        L.append("Separate cases (ratio of medians): the goal case's per-pair ratio is the trustworthy figure at 1e4.")
         L.append("")
         L.append("| N | rollback_many ns/object | hand floor ns/object | ratio (medians) |")
         L.append("|---|---|---|---|")
@@ -300,7 +297,7 @@ def summary(ctx, runs, table, path, src):
         ns = sorted({k[3] for k in table if k[1] == fl and k[2] == 1})
         if not ns:
             continue
-        L.append(f"### urcu-{fl}, 1 reader: ns per object (median iteration; mean in parentheses)")
+        L.append(f"### urcu-{fl}, 1 reader: ns per object (median over repetitions; mean in parentheses)")
         L.append("")
         L.append("| N | " + " | ".join(LABELS[m] for m in METHODS) + " |")
         L.append("|---|" + "---|" * len(METHODS))

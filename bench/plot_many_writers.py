@@ -13,19 +13,13 @@ and writes a Markdown summary: the sweep table, the producer table and the issue
 figure from the one JSON file (recompute them from the counters the same way).
 """
 import argparse
-import json
 import os
 import sys
 
+from bench_json import load
+
 MODES = ["serialized", "unlock_during_waits", "call_rcu", "async", "sync_combined"]
 COLORS = dict(zip(MODES, ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple"]))
-
-
-def load(path):
-    with open(path) as f:
-        doc = json.load(f)
-    runs = [b for b in doc["benchmarks"] if b.get("run_type", "iteration") == "iteration"]
-    return doc.get("context", {}), runs
 
 
 def parse(run):

@@ -37,6 +37,8 @@
 //     (default: about three times per run); the batch and the floor run every round.
 #include <rcubatch.hpp>
 
+#include "median.hpp"
+
 #include <pthread.h>
 #include <sched.h>
 #include <sys/resource.h>
@@ -186,8 +188,7 @@ struct alignas(64) pong_channel {
     ball.store(kEnd, std::memory_order_release);
     while (ball.load(std::memory_order_acquire) != kIdle) {
     }
-    std::nth_element(ns.begin(), ns.begin() + kBatches / 2, ns.end());
-    return ns[kBatches / 2];
+    return rcubatch_examples::median_of(std::move(ns));
   }
 
  private:
@@ -340,13 +341,7 @@ struct round_record {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-/// The median of `v` (mean of the two middle values for an even count); NaN if empty.
-double median_of(std::vector<double> v) {
-  if (v.empty()) return kNaN;
-  std::sort(v.begin(), v.end());
-  const std::size_t k = v.size();
-  return k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
-}
+using rcubatch_examples::median_of;  // the project's one median (examples/common/median.hpp)
 
 struct options {
   std::size_t n = 10'000;

@@ -46,8 +46,6 @@ enum class phase : unsigned char {
   dispose_retirees,
   ref_drain,
   dispose_late_retirees,
-  destroy [[deprecated("phase::destroy timed the retirees' disposal, not the destroy hook (which runs inside "
-                       "ref_drain): use phase::dispose_retirees")]] = dispose_retirees,
 };
 inline constexpr std::size_t kPhases = 11;  ///< one per phase: the rows of kPhaseTable
 

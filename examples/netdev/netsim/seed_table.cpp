@@ -9,6 +9,8 @@
 // runs interleaved in time. The grace-period counts must be identical across the K runs.
 #include "netsim/seed_table.hpp"
 
+#include "median.hpp"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -91,20 +93,24 @@ measured measure(const std::vector<script_line>& lines, const variables& vars, n
     m.elided += t.dismantle_elided;
   }
   if (median_of_commands && !r.timings.empty()) {
-    // Per operation: the median command's times, and the grace periods of one command — which
-    // must be the same for each, or the counts would not mean what the table says.
+    // Per operation: the median of the commands' times (each figure on its own), and the grace
+    // periods of one command — which must be the same for each, or the counts would not mean what
+    // the table says.
     for (const timing& t : r.timings) {
       if (t.grace_periods != r.timings.front().grace_periods || t.dismantle_elided != r.timings.front().dismantle_elided) {
         std::fprintf(stderr, "seed-table: the timed commands of one run used different grace-period counts\n");
         m.ok = false;
       }
     }
-    std::vector<timing> sorted = r.timings;
-    std::sort(sorted.begin(), sorted.end(), [](const timing& a, const timing& b) { return a.elapsed < b.elapsed; });
-    const timing& mid = sorted[sorted.size() / 2];
-    m.seconds = static_cast<double>(mid.elapsed.count()) / 1e9;
-    m.cpu_seconds = static_cast<double>(mid.writer_cpu.count()) / 1e9;
-    m.growth_seconds = static_cast<double>(mid.table_growth.count()) / 1e9;
+    std::vector<double> elapsed, cpu, growth;
+    for (const timing& t : r.timings) {
+      elapsed.push_back(static_cast<double>(t.elapsed.count()) / 1e9);
+      cpu.push_back(static_cast<double>(t.writer_cpu.count()) / 1e9);
+      growth.push_back(static_cast<double>(t.table_growth.count()) / 1e9);
+    }
+    m.seconds = rcubatch_examples::median_of(std::move(elapsed));
+    m.cpu_seconds = rcubatch_examples::median_of(std::move(cpu));
+    m.growth_seconds = rcubatch_examples::median_of(std::move(growth));
     m.gps /= r.timings.size();
     m.elided /= r.timings.size();
   }
@@ -119,10 +125,20 @@ std::string format_time(double s) {
   return buf;
 }
 
-/// The run with the median time (the upper median for an even count).
-measured median(std::vector<measured> runs) {
-  std::sort(runs.begin(), runs.end(), [](const measured& a, const measured& b) { return a.seconds < b.seconds; });
-  return runs[runs.size() / 2];
+/// A mode's figures over its runs: each time the median of its own values (examples/common/median.hpp);
+/// the counts are the same in every run (run_all checks), so the first run's.
+measured median(const std::vector<measured>& runs) {
+  std::vector<double> seconds, cpu, growth;
+  for (const measured& r : runs) {
+    seconds.push_back(r.seconds);
+    cpu.push_back(r.cpu_seconds);
+    growth.push_back(r.growth_seconds);
+  }
+  measured m = runs.front();
+  m.seconds = rcubatch_examples::median_of(std::move(seconds));
+  m.cpu_seconds = rcubatch_examples::median_of(std::move(cpu));
+  m.growth_seconds = rcubatch_examples::median_of(std::move(growth));
+  return m;
 }
 double min_of(const std::vector<measured>& runs) {
   double m = runs.front().seconds;

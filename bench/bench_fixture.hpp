@@ -1,5 +1,5 @@
-// bench/bench_registry.hpp — the registry every teardown benchmark tears down, its reader threads,
-// and the small helpers (sizes, ping-pong probe) the benchmark files share.
+// bench/bench_fixture.hpp — what every teardown benchmark tears down: the registry, its objects,
+// and the reader threads that look objects up while the writer tears them down.
 //
 // The registry is the shape the library is for: N objects in an RCU-readable hash (readers look
 // keys up) and an RCU-readable doubly linked list (walked forward by readers that want it; the
@@ -19,22 +19,17 @@
 //     and a lookup follows at most kMaxChainWalk links, so a recycled link can not trap a reader.
 #pragma once
 
-#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <new>
-#include <string>
 #include <thread>
 #include <vector>
 
 #include <malloc.h>
 
-#include <benchmark/benchmark.h>
 #include <rcubatch.hpp>
-#include <rcubatch/counting_flavor.hpp>  // the floor: GPs counted, never waited for
 
 namespace rcubatch_bench {
 
@@ -246,161 +241,5 @@ class reader_group {
   alignas(64) std::atomic<bool> stop_{false};
   std::atomic<std::uint64_t> sink_{0};
 };
-
-/// Cross-core cache-line round trip: two threads hand one atomic back and forth in rounds of 64
-/// trips, for at most `round_trips` trips, 50 ms once 16 rounds are done, or 0.5 s. `best_ns` is the fastest round's average — the
-/// cache-line cost while both threads run, the figure that flips between ~60 ns and ~350 ns on
-/// this VM; `mean_ns` also counts the trips that waited for a descheduled thread (on an
-/// oversubscribed machine a trip can cost a whole scheduler slice). Every run records both.
-struct ping_pong_result {
-  double best_ns = 0;
-  double mean_ns = 0;
-};
-
-inline ping_pong_result ping_pong(int round_trips = 200'000) {
-  alignas(64) std::atomic<int> flag{0};  // 1: ping sent; 0: pong back; 2: stop
-  std::thread peer([&] {
-    for (;;) {
-      int v;
-      while ((v = flag.load(std::memory_order_acquire)) == 0) {
-      }
-      if (v == 2) return;
-      flag.store(0, std::memory_order_release);
-    }
-  });
-  constexpr int kRound = 64;
-  const auto t0 = clock::now();
-  int done = 0, rounds = 0;
-  double best = 1e300;
-  while (done < round_trips) {
-    const auto r0 = clock::now();
-    for (int i = 0; i < kRound; ++i) {
-      flag.store(1, std::memory_order_release);
-      while (flag.load(std::memory_order_acquire) != 0) {
-      }
-    }
-    done += kRound;
-    ++rounds;
-    best = std::min(best, seconds_since(r0) * 1e9 / kRound);
-    const double t = seconds_since(t0);
-    if ((t > 0.05 && rounds >= 16) || t > 0.5) break;
-  }
-  const double mean = seconds_since(t0) * 1e9 / done;
-  flag.store(2, std::memory_order_release);
-  peer.join();
-  return {best, mean};
-}
-
-/// What a run covers: --rcubatch_mode=quick or full.
-struct run_config {
-  bool full = false;
-  std::vector<std::size_t> sizes;                 // N swept by the scaling cases
-  std::vector<int> reader_counts;                 // 0, 1, 2 (quick: 1 except the goal size)
-};
-
-/// Registers a peer's scaling cases: every (N, readers) of the run, except the goal point
-/// (N = 10,000, 1 reader), which the peer registers with the goal set. Quick mode keeps only the
-/// 1-reader sweep and the goal size for other reader counts.
-template <class AddCase>
-void register_scaling_cases(const run_config& cfg, AddCase&& add_case) {
-  for (int r : cfg.reader_counts)
-    for (std::size_t n : cfg.sizes) {
-      if (!cfg.full && r != 1 && n != 10'000) continue;
-      if (r == 1 && n == 10'000) continue;  // registered with the goal set
-      add_case(n, r, cfg.full);
-    }
-}
-
-/// Iterations for a teardown case of n objects: enough to average, bounded in wall time.
-inline int iterations_for(std::size_t n, bool full, int cap = 200) {
-  const std::size_t budget = full ? 2'000'000 : 400'000;  // objects torn down per case
-  const std::size_t it = std::clamp<std::size_t>(budget / n, full ? 3 : 2, static_cast<std::size_t>(cap));
-  return static_cast<int>(it);
-}
-
-/// The timed loop shared by every teardown case. Readers start before it and stop after it; each
-/// iteration populates n fresh objects (untimed), then times `teardown(reg, objs)`, which must
-/// leave every object freed (or, for asynchronous methods, wait until it is). `teardown` returns
-/// the grace periods it waited for, or a negative number when the method cannot tell.
-/// The median of `v` (the mean of the two middle values for an even count). Empty: 0.
-inline double median_of(std::vector<double> v) {
-  if (v.empty()) return 0;
-  const auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
-  std::nth_element(v.begin(), mid, v.end());
-  if (v.size() % 2 == 1) return *mid;
-  return (*mid + *std::max_element(v.begin(), mid)) / 2;  // the lower middle is the largest below mid
-}
-
-/// Reports: items/s, ns_per_obj, gps_per_batch, reader lookups/s.
-/// `prepare`, if given, runs on the fresh objects before the timer starts (mark_registered).
-template <class Protocol, class Teardown>
-void run_teardown_case(benchmark::State& st, std::size_t n, int readers, Teardown&& teardown,
-                       void (*prepare)(std::vector<bench_object*>&) = nullptr) {
-  registry reg(n);
-  std::vector<double> per_iteration;
-  per_iteration.reserve(static_cast<std::size_t>(st.max_iterations));
-  double gps = 0, timed_s = 0;
-  bool gps_known = true;
-  std::uint64_t lookups0 = 0;
-  clock::time_point wall0;
-  {
-    reader_group<Protocol> rg(reg, readers);
-    lookups0 = rg.lookups();
-    wall0 = clock::now();
-    for (auto _ : st) {
-      std::vector<bench_object*> objs = reg.populate(n);
-      if (prepare) prepare(objs);
-      const auto t0 = clock::now();
-      const double g = teardown(reg, objs);
-      const double s = seconds_since(t0);
-      st.SetIterationTime(s);
-      timed_s += s;
-      per_iteration.push_back(s);
-      if (g < 0) gps_known = false; else gps += g;
-    }
-    const double wall = seconds_since(wall0);
-    st.counters["reader_lookups_per_s"] = readers ? double(rg.lookups() - lookups0) / wall : 0.0;
-  }
-  const double iters = static_cast<double>(st.iterations());
-  st.SetItemsProcessed(static_cast<std::int64_t>(st.iterations()) * static_cast<std::int64_t>(n));
-  st.counters["ns_per_obj"] = timed_s * 1e9 / (iters * static_cast<double>(n));
-  // The median iteration: on a shared 2-vCPU VM a grace period now and then waits a whole
-  // scheduler slice for a reader preempted inside its read-side section; the mean carries those.
-  if (!per_iteration.empty()) st.counters["ns_per_obj_median"] = median_of(per_iteration) * 1e9 / static_cast<double>(n);
-  st.counters["gps_per_batch"] = gps_known ? gps / iters : -1.0;
-  st.counters["N"] = static_cast<double>(n);
-  st.counters["readers"] = readers;
-}
-
-/// The same measurement outside a benchmark::State, for the interleaved goal case: starts the
-/// readers, times `iterations` teardowns of n fresh objects, stops the readers, and returns each
-/// iteration's seconds.
-template <class Protocol, class Teardown>
-std::vector<double> sample_teardown(std::size_t n, int readers, int iterations, Teardown&& teardown,
-                                    void (*prepare)(std::vector<bench_object*>&) = nullptr) {
-  registry reg(n);
-  std::vector<double> out;
-  reader_group<Protocol> rg(reg, readers);
-  for (int i = 0; i < iterations; ++i) {
-    std::vector<bench_object*> objs = reg.populate(n);
-    if (prepare) prepare(objs);
-    const auto t0 = clock::now();
-    teardown(reg, objs);
-    out.push_back(seconds_since(t0));
-  }
-  return out;
-}
-
-/// Benchmark registration hooks of the optional peers (defined in peer_*.cpp when built).
-void register_libcds_benchmarks(const run_config& cfg);
-void register_dpdk_benchmarks(const run_config& cfg);
-/// Goal-set registration: the N=1e4, memb, one-reader cases, registered next to each other.
-void register_libcds_goal_case(const run_config& cfg);
-void register_dpdk_goal_case(const run_config& cfg);
-/// Samples (seconds per teardown of n objects) for the interleaved goal case; empty if unavailable.
-std::vector<double> libcds_goal_samples(std::size_t n, int readers, int iterations);
-std::vector<double> dpdk_goal_samples(std::size_t n, int readers, int iterations);
-/// DPDK's EAL must start before any thread exists; returns an empty string or why it failed.
-std::string dpdk_init();
 
 }  // namespace rcubatch_bench
