@@ -24,7 +24,7 @@
 // batch::retire'd sub-objects, disposed right after the last GP and before any object is
 // destroyed; dispose_late_retirees the retire_with sub-objects whose owner was not in the batch
 // (misuse not_in_batch), disposed after every object. Until 2026-12 the two disposals were one
-// slot named `destroy`, which was not where destroy ran: the old name remains, deprecated.
+// slot named `destroy`, which was not where destroy ran.
 #pragma once
 
 #include <array>
