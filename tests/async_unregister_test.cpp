@@ -87,10 +87,11 @@ bool findable(Registry& reg, int id) {
   return reg.template find<by_id>(guard, id) != nullptr;
 }
 
-async_options manual(std::chrono::microseconds age = std::chrono::hours(1)) {
-  async_options o;
+/// `o` (its other knobs set with designated initializers: manual({.budget_bytes = 200})) for a
+/// reclaimer whose batches run only when the test calls for one: manual mode, never due by age.
+async_options manual(async_options o = {}) {
   o.mode = reclaim_mode::manual;
-  o.max_age = age;
+  o.max_age = std::chrono::hours(1);
   return o;
 }
 
@@ -360,9 +361,7 @@ TEST_F(async_counting, the_budget_blocks_a_submitter_until_the_batch_holding_the
   ledger book(8);
   g_ledger = &book;
   basic_registry<CF, std::mutex, hundred_byte_items> reg;
-  async_options o = manual();
-  o.budget_bytes = 300;  // three requests of 100 bytes
-  async_unregister reclaimer(reg, o);
+  async_unregister reclaimer(reg, manual({.budget_bytes = 300}));  // three requests of 100 bytes
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(reclaimer.submit(*add_item(reg, i)));
   item* fourth = add_item(reg, 3);
   EXPECT_EQ(reclaimer.stats().pending_bytes, 300u);
@@ -433,9 +432,7 @@ TEST_F(async_counting, a_manual_submitter_over_the_budget_runs_the_batch_itself)
   ledger book(8);
   g_ledger = &book;
   basic_registry<CF, std::mutex, hundred_byte_items> reg;
-  async_options o = manual();
-  o.budget_bytes = 200;
-  async_unregister reclaimer(reg, o);
+  async_unregister reclaimer(reg, manual({.budget_bytes = 200}));
   for (int i = 0; i < 2; ++i) ASSERT_TRUE(reclaimer.submit(*add_item(reg, i)));
   ASSERT_TRUE(reclaimer.submit(*add_item(reg, 2)));  // over: runs the pending batch, then fits
   EXPECT_EQ(book.total_destroyed(), 2);
@@ -449,10 +446,7 @@ TEST_F(async_counting, the_refuse_option_returns_an_empty_ticket_and_changes_not
   ledger book(8);
   g_ledger = &book;
   basic_registry<CF, std::mutex, hundred_byte_items> reg;
-  async_options o = manual();
-  o.budget_bytes = 200;
-  o.when_over_budget = over_budget::refuse;
-  async_unregister reclaimer(reg, o);
+  async_unregister reclaimer(reg, manual({.budget_bytes = 200, .when_over_budget = over_budget::refuse}));
   ASSERT_TRUE(reclaimer.submit(*add_item(reg, 0)));
   ASSERT_TRUE(reclaimer.submit(*add_item(reg, 1)));
   item* third = add_item(reg, 2);
