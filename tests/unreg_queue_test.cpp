@@ -46,21 +46,21 @@ TEST(unreg_queue, rejects_an_object_that_was_never_registered) {
   EXPECT_TRUE(q.empty());
 }
 
-TEST(unreg_queue, an_object_in_another_queue_is_diagnosed_and_left_there) {
-  queue_only_nodes n(1);
+/// A registered node sitting in `first`, which a test pushes into `second`.
+struct pushed_from_another_queue : ::testing::Test {
+  queue_only_nodes n{1};
   node& a = n[0];
   unreg_queue<node> first, second;
-  first.push(a);
+  pushed_from_another_queue() { first.push(a); }
+};
+
+TEST_F(pushed_from_another_queue, is_diagnosed_and_left_there) {
   EXPECT_THROW(second.push(a), misuse_error);
   EXPECT_TRUE(first.contains(a));
   EXPECT_TRUE(second.empty());
 }
 
-TEST(unreg_queue, under_report_an_object_in_another_queue_moves_like_list_move) {
-  queue_only_nodes n(1);
-  node& a = n[0];
-  unreg_queue<node> first, second;
-  first.push(a);
+TEST_F(pushed_from_another_queue, under_report_moves_like_list_move) {
   scoped_misuse_policy p(misuse_policy::report, quiet_reporter);
   const unsigned long before = misuse_count(misuse_kind::queued_in_other_queue);
   EXPECT_TRUE(second.push(a));
