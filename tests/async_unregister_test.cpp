@@ -21,7 +21,9 @@
 #include <thread>
 #include <vector>
 
-#include "test_support.hpp"
+#include "support/cascade.hpp"
+#include "support/counting.hpp"
+#include "support/misuse_capture.hpp"
 
 namespace rcubatch::test {
 namespace {
@@ -85,20 +87,16 @@ bool findable(Registry& reg, int id) {
   return reg.template find<by_id>(guard, id) != nullptr;
 }
 
-async_options manual(std::chrono::microseconds age = std::chrono::hours(1)) {
-  async_options o;
+/// `o` (its other knobs set with designated initializers: manual({.budget_bytes = 200})) for a
+/// reclaimer whose batches run only when the test calls for one: manual mode, never due by age.
+async_options manual(async_options o = {}) {
   o.mode = reclaim_mode::manual;
-  o.max_age = age;
+  o.max_age = std::chrono::hours(1);
   return o;
 }
 
-class async_counting : public ::testing::Test {
- protected:
-  void SetUp() override { CF::reset(); }
-  void TearDown() override {
-    CF::reset();
-    g_ledger = nullptr;
-  }
+struct async_counting : counting_test<async_unregister_test_tag> {
+  ~async_counting() override { g_ledger = nullptr; }
   thread_registration<flavor::memb> reg_;  // the indexes are memb rculfhash tables
 };
 
@@ -363,9 +361,7 @@ TEST_F(async_counting, the_budget_blocks_a_submitter_until_the_batch_holding_the
   ledger book(8);
   g_ledger = &book;
   basic_registry<CF, std::mutex, hundred_byte_items> reg;
-  async_options o = manual();
-  o.budget_bytes = 300;  // three requests of 100 bytes
-  async_unregister reclaimer(reg, o);
+  async_unregister reclaimer(reg, manual({.budget_bytes = 300}));  // three requests of 100 bytes
   for (int i = 0; i < 3; ++i) ASSERT_TRUE(reclaimer.submit(*add_item(reg, i)));
   item* fourth = add_item(reg, 3);
   EXPECT_EQ(reclaimer.stats().pending_bytes, 300u);
@@ -436,9 +432,7 @@ TEST_F(async_counting, a_manual_submitter_over_the_budget_runs_the_batch_itself)
   ledger book(8);
   g_ledger = &book;
   basic_registry<CF, std::mutex, hundred_byte_items> reg;
-  async_options o = manual();
-  o.budget_bytes = 200;
-  async_unregister reclaimer(reg, o);
+  async_unregister reclaimer(reg, manual({.budget_bytes = 200}));
   for (int i = 0; i < 2; ++i) ASSERT_TRUE(reclaimer.submit(*add_item(reg, i)));
   ASSERT_TRUE(reclaimer.submit(*add_item(reg, 2)));  // over: runs the pending batch, then fits
   EXPECT_EQ(book.total_destroyed(), 2);
@@ -452,10 +446,7 @@ TEST_F(async_counting, the_refuse_option_returns_an_empty_ticket_and_changes_not
   ledger book(8);
   g_ledger = &book;
   basic_registry<CF, std::mutex, hundred_byte_items> reg;
-  async_options o = manual();
-  o.budget_bytes = 200;
-  o.when_over_budget = over_budget::refuse;
-  async_unregister reclaimer(reg, o);
+  async_unregister reclaimer(reg, manual({.budget_bytes = 200, .when_over_budget = over_budget::refuse}));
   ASSERT_TRUE(reclaimer.submit(*add_item(reg, 0)));
   ASSERT_TRUE(reclaimer.submit(*add_item(reg, 1)));
   item* third = add_item(reg, 2);
@@ -474,82 +465,12 @@ TEST_F(async_counting, the_refuse_option_returns_an_empty_ticket_and_changes_not
 
 // --- cascades and the dismantle flag inside combined batches -------------------------------------
 
-struct session;
-struct stream : registrable<stream> {
-  explicit stream(int i) : id(i) {}
-  int id;
-  lfht_hook<stream> by_id;
-};
-struct session : registrable<session> {
-  explicit session(int i) : id(i) {}
-  int id;
-  lfht_hook<session> by_id;
-  std::vector<stream*> streams;
-};
-using session_by_id = lfht_index<session, &session::by_id, key_member<&session::id>>;
-using stream_by_id = lfht_index<stream, &stream::by_id, key_member<&stream::id>>;
-
-struct cascade_log {
-  std::mutex m;
-  std::vector<std::string> destroyed;
-  std::vector<int> stream_unlists = std::vector<int>(1000, 0);
-  int not_dismantling = 0;
-  int elided = 0;
-};
-cascade_log* g_cascade = nullptr;
-grace_domain<CF>* g_cascade_domain = nullptr;
-
-struct session_policy : indexed<session, session_by_id> {
-  void notify(session& s, batch& b) noexcept {
-    for (stream* st : s.streams) b.queue(*st);
-  }
-  void uninit(session& s, batch&) noexcept {
-    if (!s.dismantling()) ++g_cascade->not_dismantling;
-    // A sub-component's own GP, skipped because the batch covers it (dismantle.hpp).
-    if (!synchronize_unless_dismantling(s, *g_cascade_domain)) ++g_cascade->elided;
-  }
-  void destroy(session* s) noexcept {
-    {
-      std::scoped_lock l(g_cascade->m);
-      g_cascade->destroyed.push_back("session " + std::to_string(s->id));
-    }
-    delete s;
-  }
-};
-struct stream_policy : indexed<stream, stream_by_id> {
-  void unlist(stream& st) noexcept {
-    ++g_cascade->stream_unlists[static_cast<std::size_t>(st.id)];
-    indexed::unlist(st);
-  }
-  void uninit(stream& st) noexcept {
-    if (!st.dismantling()) ++g_cascade->not_dismantling;
-  }
-  void destroy(stream* st) noexcept {
-    {
-      std::scoped_lock l(g_cascade->m);
-      g_cascade->destroyed.push_back("stream " + std::to_string(st->id));
-    }
-    delete st;
-  }
-};
-using cascade_registry = basic_registry<CF, std::mutex, session_policy, stream_policy>;
-
-session* open_session(cascade_registry& reg, int id, int n_streams) {
-  auto* s = new session(id);
-  for (int i = 0; i < n_streams; ++i) {
-    auto* st = new stream(id * 10 + i);
-    EXPECT_TRUE(reg.add(*st));
-    s->streams.push_back(st);
-  }
-  EXPECT_TRUE(reg.add(*s));
-  return s;
-}
+// The session/stream cascade: tests/support/cascade.hpp.
 
 TEST_F(async_counting, cascades_and_the_dismantle_flag_inside_a_combined_batch) {
   cascade_log log;
-  g_cascade = &log;
-  cascade_registry reg;
-  g_cascade_domain = &reg.domain();
+  cascade_registry<CF> reg;
+  record_into(reg, log);
   async_unregister reclaimer(reg, manual());
   constexpr int kSessions = 6, kStreams = 3;
   std::vector<session*> sessions;
@@ -595,15 +516,11 @@ TEST_F(async_counting, cascades_and_the_dismantle_flag_inside_a_combined_batch) 
   EXPECT_TRUE(reg.index<session_by_id>().empty());
   EXPECT_TRUE(reg.index<stream_by_id>().empty());
   ASSERT_EQ(log.destroyed.size(), static_cast<std::size_t>(kSessions * (kStreams + 1)));
-  auto at = [&](const std::string& s) {
-    return std::find(log.destroyed.begin(), log.destroyed.end(), s) - log.destroyed.begin();
-  };
   for (int s = 1; s <= kSessions; ++s)
     for (int i = 0; i < kStreams; ++i)
       if (s * 10 + i != 11) {
-        EXPECT_LT(at("stream " + std::to_string(s * 10 + i)), at("session " + std::to_string(s)));
+        EXPECT_LT(log.position("stream " + std::to_string(s * 10 + i)), log.position("session " + std::to_string(s)));
       }
-  g_cascade = nullptr;
 }
 
 // --- misuse --------------------------------------------------------------------------------------
@@ -664,7 +581,7 @@ TEST_F(async_counting, misuse_fails_loudly_and_changes_nothing) {
     EXPECT_THROW((void)reclaimer.poll(bad), misuse_error);
   }
   {
-    scoped_misuse_policy quiet(misuse_policy::report, [](misuse_kind, std::string_view) noexcept {});
+    scoped_misuse_policy quiet(misuse_policy::report, quiet_reporter);
     EXPECT_TRUE(reclaimer.poll(foreign)) << "under report: answered as done, so nobody waits forever";
     EXPECT_FALSE(reclaimer.submit(*a)) << "under report: refused";
   }

@@ -3,34 +3,25 @@
 
 #include <gtest/gtest.h>
 
-#include "test_support.hpp"
+#include "support/counting.hpp"
+#include "support/misuse_capture.hpp"
+#include "support/objects.hpp"
+#include "support/policies.hpp"
 
 namespace rcubatch::test {
 namespace {
-
-struct tag;
-using fake = counting_flavor<tag>;
 
 struct sub_object {
   std::vector<std::string>* log;
   int id;
 };
 
-std::vector<std::string>* g_log = nullptr;
-
-class batch_test : public ::testing::Test {
- protected:
-  void SetUp() override {
-    fake::reset();
-    g_log = &log;
-  }
-  void TearDown() override { fake::reset(); }
-  grace_domain<fake> domain;
+struct batch_test : counting_test<struct batch_test_tag> {
   std::vector<std::string> log;
 };
 
 TEST_F(batch_test, retired_sub_objects_are_freed_right_after_the_last_grace_period_before_the_objects) {
-  fake::on_synchronize = []() noexcept { g_log->push_back("GP"); };
+  fake::on_synchronize = [this] { log.push_back("GP"); };
   struct policy : recording_policy {
     static constexpr bool publishes_nothing() { return true; }
     bool uninit(node& n, batch& b) noexcept {
@@ -44,7 +35,7 @@ TEST_F(batch_test, retired_sub_objects_are_freed_right_after_the_last_grace_peri
   } p;
   p.log = &log;
   unreg_queue<node> q;
-  for (node* n : make_registered(2)) q.push(*n);
+  queue_registered(q, 2);
   const batch_stats s = rollback_many(q, p, domain);
   EXPECT_EQ(s.retired, 2u);
   EXPECT_EQ(s.grace_periods, 2u);
@@ -70,7 +61,7 @@ TEST_F(batch_test, an_intrusive_retire_node_is_disposed_without_allocation) {
   };
   intrusive_sub::disposed = 0;
   unreg_queue<node> q;
-  for (node* n : make_registered(3)) q.push(*n);
+  queue_registered(q, 3);
   const batch_stats s = rollback_many(q, policy{}, domain);
   EXPECT_EQ(intrusive_sub::disposed, 3);
   EXPECT_EQ(s.retired, 3u);
@@ -85,7 +76,7 @@ TEST_F(batch_test, note_unlinked_requires_the_second_grace_period) {
     }
   };
   unreg_queue<node> q;
-  for (node* n : make_registered(3)) q.push(*n);
+  queue_registered(q, 3);
   EXPECT_EQ(rollback_many(q, policy{}, domain).grace_periods, 2u);
 }
 
@@ -100,14 +91,14 @@ TEST_F(batch_test, knows_its_objects) {
     }
   } p;
   unreg_queue<node> q;
-  for (node* n : make_registered(4)) q.push(*n);
+  queue_registered(q, 4);
   rollback_many(q, p, domain);
   EXPECT_EQ(p.seen_size, 4u);
   EXPECT_TRUE(p.contained);
 }
 
 TEST_F(batch_test, a_dependent_queued_after_notify_is_refused_and_stays_registered) {
-  scoped_misuse_policy report(misuse_policy::report, [](misuse_kind, std::string_view) noexcept {});
+  scoped_misuse_policy report(misuse_policy::report, quiet_reporter);
   auto late = make_registered(1, 50);
   struct policy {
     static constexpr bool publishes_nothing() { return true; }
@@ -117,7 +108,7 @@ TEST_F(batch_test, a_dependent_queued_after_notify_is_refused_and_stays_register
   } p{late[0]};
   const unsigned long before = misuse_count(misuse_kind::queued_too_late);
   unreg_queue<node> q;
-  for (node* n : make_registered(1)) q.push(*n);
+  queue_registered(q, 1);
   rollback_many(q, p, domain);
   EXPECT_FALSE(p.accepted);
   EXPECT_EQ(misuse_count(misuse_kind::queued_too_late), before + 1) << "its own kind, not a double unregister";
@@ -133,7 +124,7 @@ TEST_F(batch_test, a_dependent_taken_from_a_callers_queue_joins_the_batch) {
   unreg_queue<node> q;
   q.push(*nodes[0]);
   std::atomic<int> destroyed{0};
-  const batch_stats s = rollback_many(q, recording_policy{nullptr, true, &destroyed}, domain);
+  const batch_stats s = rollback_many(q, recording_policy{.destroyed = &destroyed}, domain);
   EXPECT_EQ(destroyed.load(), 2);
   EXPECT_TRUE(pending.empty());
   EXPECT_EQ(s.dependents_added, 1u);
@@ -141,9 +132,8 @@ TEST_F(batch_test, a_dependent_taken_from_a_callers_queue_joins_the_batch) {
 
 TEST_F(batch_test, retiring_the_same_node_twice_is_reported_and_disposes_it_once) {
   // normal_link used to link the node to itself and dispose it twice (a use-after-free).
-  std::vector<misuse_kind> seen;
-  auto into_seen = [&seen](misuse_kind k, std::string_view) noexcept { seen.push_back(k); };
-  scoped_misuse_policy report(misuse_policy::report, into_seen);
+  misuse_log seen;
+  scoped_misuse_policy report(misuse_policy::report, seen);
   intrusive_sub::disposed = 0;
   struct policy {
     intrusive_sub* sub;
@@ -154,12 +144,11 @@ TEST_F(batch_test, retiring_the_same_node_twice_is_reported_and_disposes_it_once
     }
   } p{new intrusive_sub};
   unreg_queue<node> q;
-  for (node* n : make_registered(1)) q.push(*n);
+  queue_registered(q, 1);
   const batch_stats s = rollback_many(q, p, domain);
   EXPECT_EQ(intrusive_sub::disposed, 1);
   EXPECT_EQ(s.retired, 1u);
-  ASSERT_EQ(seen.size(), 1u);
-  EXPECT_EQ(seen[0], misuse_kind::retired_twice);
+  EXPECT_EQ(seen.kinds, (std::vector<misuse_kind>{misuse_kind::retired_twice}));
 }
 
 }  // namespace

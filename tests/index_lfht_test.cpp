@@ -54,6 +54,13 @@ static_assert(std::ranges::input_range<name_index<flavor::memb>>);
 struct arena {
   std::vector<std::unique_ptr<session>> all;
   session& make(std::string name, int id) { return *all.emplace_back(std::make_unique<session>(std::move(name), id)); }
+  /// make(name, id), linked into `index` by add_unique: for tests whose subject comes after the add.
+  template <class Index>
+  session& make_linked(Index& index, std::string name, int id) {
+    session& s = make(std::move(name), id);
+    EXPECT_TRUE(index.add_unique(s)) << s.name << " was already in the index";
+    return s;
+  }
 };
 
 template <class F>
@@ -128,8 +135,7 @@ TYPED_TEST(lfht_index_test, add_of_a_linked_object_is_diagnosed_and_changes_noth
 
 TYPED_TEST(lfht_index_test, finds_a_string_key_by_string_view_and_by_literal) {
   name_index<TypeParam> index;
-  session& a = this->arena_.make("alice", 1);
-  ASSERT_TRUE(index.add_unique(a));
+  session& a = this->arena_.make_linked(index, "alice", 1);
   EXPECT_EQ(find_in_guard(index, std::string_view("alice")), &a);
   EXPECT_EQ(find_in_guard(index, "alice"), &a);
   EXPECT_EQ(find_in_guard(index, "alic"), nullptr);
@@ -159,10 +165,8 @@ TYPED_TEST(lfht_index_test, two_indexes_on_one_object_find_the_same_owner) {
 
 TYPED_TEST(lfht_index_test, unlink_then_find_misses_and_a_second_unlink_is_refused) {
   name_index<TypeParam> index;
-  session& a = this->arena_.make("alice", 1);
-  session& b = this->arena_.make("bob", 2);
-  ASSERT_TRUE(index.add_unique(a));
-  ASSERT_TRUE(index.add_unique(b));
+  session& a = this->arena_.make_linked(index, "alice", 1);
+  session& b = this->arena_.make_linked(index, "bob", 2);
   EXPECT_TRUE(index.unlink(a));
   EXPECT_EQ(find_in_guard(index, "alice"), nullptr);
   EXPECT_EQ(find_in_guard(index, "bob"), &b);
@@ -228,8 +232,7 @@ TYPED_TEST(lfht_index_test, iteration_visits_every_linked_object_once) {
 TYPED_TEST(lfht_index_test, adding_a_linked_object_is_diagnosed_and_changes_nothing) {
   name_index<TypeParam> index;
   name_index<TypeParam> other;
-  session& a = this->arena_.make("alice", 1);
-  ASSERT_TRUE(index.add_unique(a));
+  session& a = this->arena_.make_linked(index, "alice", 1);
   const unsigned long before = misuse_count(misuse_kind::register_twice);
   EXPECT_THROW(index.add_unique(a), misuse_error);
   EXPECT_THROW(other.add_unique(a), misuse_error);

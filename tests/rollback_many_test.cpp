@@ -13,22 +13,19 @@
 #include <stdexcept>
 #include <thread>
 
+#include "support/counting.hpp"
 #include "support/flavors.hpp"
-#include "test_support.hpp"
+#include "support/misuse_capture.hpp"
+#include "support/objects.hpp"
+#include "support/policies.hpp"
 
 namespace rcubatch::test {
 namespace {
 
-struct fake_tag;
-using fake = counting_flavor<fake_tag>;
-
-class rollback_many_counting : public ::testing::Test {
- protected:
-  void SetUp() override { fake::reset(); }
-  void TearDown() override { fake::reset(); }
-  grace_domain<fake> domain;
+struct rollback_many_counting : counting_test<struct rollback_many_test_tag> {
   std::vector<std::string> log;
 };
+using fake = rollback_many_counting::fake;
 
 // --- grace-period budget ------------------------------------------------------------------------
 
@@ -38,8 +35,8 @@ TEST_P(rollback_many_sizes, costs_exactly_two_grace_periods_whatever_the_batch_s
   const int n = GetParam();
   std::atomic<int> destroyed{0};
   unreg_queue<node> q;
-  for (node* p : make_registered(n)) q.push(*p);
-  const batch_stats s = rollback_many(q, recording_policy{nullptr, true, &destroyed}, domain);
+  queue_registered(q, n);
+  const batch_stats s = rollback_many(q, recording_policy{.destroyed = &destroyed}, domain);
   EXPECT_EQ(s.grace_periods, 2u);
   EXPECT_EQ(fake::synchronizes(), 2u);
   EXPECT_EQ(s.objects, static_cast<std::size_t>(n));
@@ -51,8 +48,8 @@ INSTANTIATE_TEST_SUITE_P(n, rollback_many_sizes, ::testing::Values(1, 10, 10'000
 
 TEST_F(rollback_many_counting, costs_one_grace_period_when_nothing_is_unlinked_after_the_first) {
   unreg_queue<node> q;
-  for (node* p : make_registered(100)) q.push(*p);
-  const batch_stats s = rollback_many(q, recording_policy{nullptr, /*uninit_unlinks=*/false}, domain);
+  queue_registered(q, 100);
+  const batch_stats s = rollback_many(q, recording_policy{.uninit_unlinks = false}, domain);
   EXPECT_EQ(s.grace_periods, 1u);
   EXPECT_EQ(fake::synchronizes(), 1u);
 }
@@ -62,7 +59,7 @@ TEST_F(rollback_many_counting, a_policy_without_hooks_costs_one_grace_period_and
     static constexpr bool publishes_nothing() { return true; }
   };
   unreg_queue<node> q;
-  for (node* p : make_registered(3)) q.push(*p);
+  queue_registered(q, 3);
   const batch_stats s = rollback_many(q, empty_policy{}, domain);
   EXPECT_EQ(s.grace_periods, 1u);
   EXPECT_EQ(s.objects, 3u);
@@ -80,7 +77,7 @@ TEST_F(rollback_many_counting, a_three_level_cascade_still_costs_at_most_two_gra
   std::atomic<int> destroyed{0};
   unreg_queue<node> q;
   q.push(*lower[0]);
-  const batch_stats s = rollback_many(q, recording_policy{nullptr, false, &destroyed}, domain);
+  const batch_stats s = rollback_many(q, recording_policy{.uninit_unlinks = false, .destroyed = &destroyed}, domain);
   EXPECT_LE(s.grace_periods, 2u);
   EXPECT_EQ(s.grace_periods, 2u) << "dependents are unlisted after GP #1, so GP #2 is required";
   EXPECT_EQ(fake::synchronizes(), 2u) << "counted by the flavor, not only by the batch's stats";
@@ -98,25 +95,22 @@ TEST_F(rollback_many_counting, a_dependent_queued_twice_joins_once) {
   unreg_queue<node> q;
   q.push(*nodes[0]);
   q.push(*nodes[1]);
-  const batch_stats s = rollback_many(q, recording_policy{nullptr, true, &destroyed}, domain);
+  const batch_stats s = rollback_many(q, recording_policy{.destroyed = &destroyed}, domain);
   EXPECT_EQ(s.dependents_added, 1u);
   EXPECT_EQ(destroyed.load(), 3);
 }
 
 // --- phase order and states ---------------------------------------------------------------------
 
-std::vector<std::string>* g_log = nullptr;
-
 TEST_F(rollback_many_counting, runs_the_phases_in_the_documented_order) {
-  g_log = &log;
-  fake::on_synchronize = []() noexcept { g_log->push_back("GP"); };
+  fake::on_synchronize = [this] { log.push_back("GP"); };
   auto nodes = make_registered(2);
   auto dep = make_registered(1, 9);
   nodes[1]->dependents = {dep[0]};
   unreg_queue<node> q;
   q.push(*nodes[0]);
   q.push(*nodes[1]);
-  rollback_many(q, recording_policy{&log}, domain);
+  rollback_many(q, recording_policy{.log = &log}, domain);
   const std::vector<std::string> expected{
       "close_many:0,1,", "unlist:0", "unlist:1", "GP",
       "notify:0", "notify:1",                        // round 1 queues 9
@@ -126,7 +120,6 @@ TEST_F(rollback_many_counting, runs_the_phases_in_the_documented_order) {
       "GP",
       "destroy:9", "destroy:1", "destroy:0"};        // nothing held: newest first
   EXPECT_EQ(log, expected);
-  g_log = nullptr;
 }
 
 TEST_F(rollback_many_counting, moves_each_object_through_every_state_once) {
@@ -162,7 +155,7 @@ TEST_F(rollback_many_counting, can_leave_the_dismantle_flag_off_to_reproduce_old
     void notify(node& n) noexcept { saw_dismantle |= n.dismantling(); }
   } p;
   unreg_queue<node> q;
-  for (node* n : make_registered(3)) q.push(*n);
+  queue_registered(q, 3);
   rollback_options opts;
   opts.mark_dismantle = false;
   rollback_many(q, p, domain, opts);
@@ -179,7 +172,7 @@ TEST_F(rollback_many_counting, the_dismantle_flag_turns_on_for_the_whole_batch_b
     }
   } p;
   unreg_queue<node> q;
-  for (node* n : make_registered(5)) q.push(*n);
+  queue_registered(q, 5);
   rollback_many(q, p, domain);
   EXPECT_EQ(p.dismantling_at_close, 5);
 }
@@ -187,7 +180,7 @@ TEST_F(rollback_many_counting, the_dismantle_flag_turns_on_for_the_whole_batch_b
 TEST_F(rollback_many_counting, a_hook_pushing_into_the_running_queue_is_refused_and_changes_nothing) {
   // The batch runs on the queue's list in place, so a push from a hook would slip an object past
   // close/unlist: refused (queued_too_late); batch::queue is the way in.
-  scoped_misuse_policy quiet(misuse_policy::report, [](misuse_kind, std::string_view) noexcept {});
+  scoped_misuse_policy quiet(misuse_policy::report, quiet_reporter);
   struct policy {
     static constexpr bool publishes_nothing() { return true; }
     unreg_queue<node>* q;
@@ -217,9 +210,8 @@ TEST_F(rollback_many_counting, a_throwing_validate_aborts_the_batch_with_nothing
       if (n.id == 2) throw std::runtime_error("device busy");
     }
   };
-  auto nodes = make_registered(4);
   unreg_queue<node> q;
-  for (node* p : nodes) q.push(*p);
+  const std::vector<node*> nodes = queue_registered(q, 4);
   picky p;
   p.log = &log;
   EXPECT_THROW(rollback_many(q, p, domain), std::runtime_error);
@@ -236,8 +228,7 @@ TEST_F(rollback_many_counting, a_throwing_validate_aborts_the_batch_with_nothing
 
 TEST_F(rollback_many_counting, a_released_object_cannot_be_unregistered_again) {
   std::vector<node*> graveyard;
-  recording_policy keep;
-  keep.graveyard = &graveyard;
+  recording_policy keep{.graveyard = &graveyard};
   auto nodes = make_registered(1);
   unregister_one(*nodes[0], keep, domain);
   ASSERT_EQ(nodes[0]->state(), reg_state::released);
@@ -247,7 +238,7 @@ TEST_F(rollback_many_counting, a_released_object_cannot_be_unregistered_again) {
   EXPECT_EQ(misuse_count(misuse_kind::already_unregistering), before + 1);
   EXPECT_TRUE(q.empty());
   {
-    scoped_misuse_policy report(misuse_policy::report, [](misuse_kind, std::string_view) noexcept {});
+    scoped_misuse_policy report(misuse_policy::report, quiet_reporter);
     const batch_stats s = unregister_one(*nodes[0], keep, domain);
     EXPECT_EQ(s.skipped, 1u);
     EXPECT_EQ(s.objects, 0u);
@@ -257,13 +248,12 @@ TEST_F(rollback_many_counting, a_released_object_cannot_be_unregistered_again) {
 }
 
 TEST_F(rollback_many_counting, is_refused_inside_a_read_section_under_the_report_policy) {
-  auto nodes = make_registered(3);
   unreg_queue<node> q;
-  for (node* p : nodes) q.push(*p);
+  const std::vector<node*> nodes = queue_registered(q, 3);
   {
-    scoped_misuse_policy report(misuse_policy::report, [](misuse_kind, std::string_view) noexcept {});
+    scoped_misuse_policy report(misuse_policy::report, quiet_reporter);
     read_guard<fake> guard;
-    const batch_stats s = rollback_many(q, recording_policy{&log}, domain);
+    const batch_stats s = rollback_many(q, recording_policy{.log = &log}, domain);
     EXPECT_TRUE(s.refused);
   }
   EXPECT_EQ(q.size(), 3u);
@@ -271,7 +261,7 @@ TEST_F(rollback_many_counting, is_refused_inside_a_read_section_under_the_report
   EXPECT_EQ(fake::synchronizes(), 0u);
   {
     read_guard<fake> guard;
-    EXPECT_THROW(rollback_many(q, recording_policy{&log}, domain), misuse_error);
+    EXPECT_THROW(rollback_many(q, recording_policy{.log = &log}, domain), misuse_error);
   }
   EXPECT_EQ(q.size(), 3u);
   rollback_many(q, recording_policy{}, domain);
@@ -279,7 +269,7 @@ TEST_F(rollback_many_counting, is_refused_inside_a_read_section_under_the_report
 
 TEST_F(rollback_many_counting, unregister_one_is_a_batch_of_one_through_the_same_path) {
   auto nodes = make_registered(1);
-  const batch_stats s = unregister_one(*nodes[0], recording_policy{&log}, domain);
+  const batch_stats s = unregister_one(*nodes[0], recording_policy{.log = &log}, domain);
   EXPECT_EQ(s.objects, 1u);
   EXPECT_EQ(s.grace_periods, 2u);
   EXPECT_EQ(log.front(), "close_many:0,");
@@ -297,22 +287,18 @@ struct tracked_lock {
     ++unlocks;
   }
 };
-tracked_lock* g_lock = nullptr;
-std::vector<bool>* g_held_during_gp = nullptr;
-
 /// Runs a batch of five with the caller's lock held; returns whether the lock was held during each
 /// grace period.
 template <class... LockOption>
 std::vector<bool> lock_state_during_grace_periods(grace_domain<fake>& domain, tracked_lock& lock,
                                                   LockOption... option) {
   std::vector<bool> held;
-  g_lock = &lock;
-  g_held_during_gp = &held;
-  fake::on_synchronize = []() noexcept { g_held_during_gp->push_back(g_lock->held); };
+  fake::on_synchronize = [&] { held.push_back(lock.held); };
   lock.lock();
   unreg_queue<node> q;
-  for (node* p : make_registered(5)) q.push(*p);
+  queue_registered(q, 5);
   rollback_many(q, recording_policy{}, domain, option...);
+  fake::on_synchronize = nullptr;  // it captures this call's locals
   return held;
 }
 
@@ -349,7 +335,7 @@ TEST_F(rollback_many_counting, runs_notify_and_uninit_with_the_lock_and_destroy_
     std::vector<std::string> calls;
     lock.lock();
     unreg_queue<node> q;
-    for (node* p : make_registered(1)) q.push(*p);
+    queue_registered(q, 1);
     if (release) {
       rollback_many(q, lock_checking_policy{&lock, &calls}, domain, unlock_during_waits(lock));
     } else {
@@ -366,7 +352,7 @@ TEST_F(rollback_many_counting, runs_notify_and_uninit_with_the_lock_and_destroy_
 TEST_F(rollback_many_counting, reports_the_whole_call_as_lock_hold_unless_it_released_the_lock) {
   {
     unreg_queue<node> q;
-    for (node* p : make_registered(5)) q.push(*p);
+    queue_registered(q, 5);
     const batch_stats s = rollback_many(q, recording_policy{}, domain);
     EXPECT_GT(s.elapsed.count(), 0);
     EXPECT_EQ(s.lock_hold, s.elapsed) << "the caller's lock is never released by default";
@@ -374,7 +360,7 @@ TEST_F(rollback_many_counting, reports_the_whole_call_as_lock_hold_unless_it_rel
   tracked_lock lock;
   lock.lock();
   unreg_queue<node> q;
-  for (node* p : make_registered(5)) q.push(*p);
+  queue_registered(q, 5);
   const batch_stats s = rollback_many(q, recording_policy{}, domain, unlock_during_waits(lock));
   EXPECT_LT(s.lock_hold, s.elapsed) << "the time it was released is not counted";
 }

@@ -1,5 +1,5 @@
-// Kept for the tests not yet moved to tests/support/ (ref_count, registrable, ref_drain,
-// rollback_many, unreg_queue, batch): the same names as before, now from the shared layer.
+// Kept for the tests not yet moved to tests/support/ (ref_drain, async_unregister at the time of
+// writing): the same names as before, now from the shared layer.
 // New tests include the tests/support/ headers they need instead.
 #pragma once
 

@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <initializer_list>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -143,6 +144,15 @@ std::unique_ptr<item> make_item(std::atomic<item*>& slot) {
   p->mark_registered();
   return p;
 }
+
+/// Where most window tests start: one registered item published in its own slot, and the grace
+/// domain its batch runs on. Declared before the reader, so the reader is joined before it goes.
+template <class F>
+struct lone_item {
+  std::atomic<item*> slot{nullptr};
+  std::unique_ptr<item> x = make_item(slot);
+  grace_domain<F> domain;
+};
 
 /// A reader thread of Flavor F that, once told (board.go), looks up *slot inside a read_guard and
 /// holds the pointer until a GP that started after the lookup begins, or the object is poisoned.
@@ -292,32 +302,28 @@ TYPED_TEST(windows, a_reader_holding_a_dependent_unlisted_after_gp1_sees_it_aliv
 // GP #2" and "untied retirees disposed before GP #2".
 TYPED_TEST(windows, a_reader_holding_a_sub_object_retired_in_uninit_sees_it_alive_until_gp2) {
   using F = TypeParam;
-  std::atomic<item*> slot{nullptr};
-  auto x = make_item(slot);
-  x->part_slot.store(&x->part);
-  window_reader<F, sub> reader(x->part_slot);
-  grace_domain<F> domain;
-  const batch_stats st = run_batch_then_join(reader, *x, retire_policy{}, domain);
+  lone_item<F> o;
+  o.x->part_slot.store(&o.x->part);
+  window_reader<F, sub> reader(o.x->part_slot);
+  const batch_stats st = run_batch_then_join(reader, *o.x, retire_policy{}, o.domain);
   expect_alive_for_the_reader(reader, "the retired sub-object was disposed under a reader that found it before "
                                       "its unlink");
   EXPECT_EQ(st.grace_periods, 2u);
-  EXPECT_EQ(x->part.poison.load(), kPoison);
-  EXPECT_EQ(x->poison.load(), kPoison);
+  EXPECT_EQ(o.x->part.poison.load(), kPoison);
+  EXPECT_EQ(o.x->poison.load(), kPoison);
 }
 
 // Window: a dismantle elision's unlink in notify .. GP #2. Kills "the elision does not ask for
 // GP #2".
 TYPED_TEST(windows, a_reader_holding_an_object_unlinked_by_a_dismantle_elision_sees_it_alive_until_gp2) {
   using F = TypeParam;
-  std::atomic<item*> slot{nullptr};
-  auto x = make_item(slot);
-  x->second_slot.store(x.get());
-  window_reader<F, item> reader(x->second_slot);
-  grace_domain<F> domain;
-  const batch_stats st = run_batch_then_join(reader, *x, dismantle_policy<F>{&domain}, domain);
+  lone_item<F> o;
+  o.x->second_slot.store(o.x.get());
+  window_reader<F, item> reader(o.x->second_slot);
+  const batch_stats st = run_batch_then_join(reader, *o.x, dismantle_policy<F>{&o.domain}, o.domain);
   expect_alive_for_the_reader(reader, "destroyed with no GP after the secondary unlink");
   EXPECT_EQ(st.dismantle_elided, 1u);
-  EXPECT_EQ(x->poison.load(), kPoison);
+  EXPECT_EQ(o.x->poison.load(), kPoison);
 }
 
 // Window: another thread's GP has done its real work (it can no longer wait for a new reader) but
@@ -326,21 +332,19 @@ TYPED_TEST(windows, a_reader_holding_an_object_unlinked_by_a_dismantle_elision_s
 // "snapshot's cookie satisfied by the GP in progress".
 TYPED_TEST(windows, a_gp_that_began_before_the_unlink_does_not_cover_it) {
   using F = TypeParam;
-  std::atomic<item*> slot{nullptr};
-  auto x = make_item(slot);
-  grace_domain<F> domain;
+  lone_item<F> o;
   // Its flavor GP is over; the domain's sequence is still odd.
-  std::thread other = start_held_gp(domain, board_t::hold::after_gp);
-  window_reader<F, item> reader(slot);  // registered only now: that GP never waited for it
+  std::thread other = start_held_gp(o.domain, board_t::hold::after_gp);
+  window_reader<F, item> reader(o.slot);  // registered only now: that GP never waited for it
   board.let_reader_look_up();
   hook_lock lock;
   lock.on_first_unlock = [] { board.let_go(); };  // after the batch's snapshot: let that GP end
-  const batch_stats st = run_batch_then_join(reader, *x, plain_policy{}, domain, unlock_during_waits(lock));
+  const batch_stats st = run_batch_then_join(reader, *o.x, plain_policy{}, o.domain, unlock_during_waits(lock));
   other.join();
   expect_alive_for_the_reader(reader, "destroyed after a GP that began before its unlink (and never waited for "
                                       "the reader)");
   EXPECT_EQ(st.grace_periods, 1u);
-  EXPECT_EQ(x->poison.load(), kPoison);
+  EXPECT_EQ(o.x->poison.load(), kPoison);
 }
 
 // Window: the batch's cookie was taken while idle; another thread's GP starts (it covers the
@@ -348,17 +352,15 @@ TYPED_TEST(windows, a_gp_that_began_before_the_unlink_does_not_cover_it) {
 // progress on another thread as elapsed".
 TYPED_TEST(windows, a_gp_still_in_progress_on_another_thread_is_waited_for) {
   using F = TypeParam;
-  std::atomic<item*> slot{nullptr};
-  auto x = make_item(slot);
-  grace_domain<F> domain;
-  window_reader<F, item> reader(slot);
+  lone_item<F> o;
+  window_reader<F, item> reader(o.slot);
   board.let_reader_look_up();
   std::thread other;
   std::atomic<bool> unlock_returned{false};
   hook_lock lock;
   lock.on_first_unlock = [&] {  // after the snapshot (idle) and the elapsed check
     // In progress for the domain, not begun for liburcu.
-    other = start_held_gp(domain, board_t::hold::before_gp);
+    other = start_held_gp(o.domain, board_t::hold::before_gp);
     unlock_returned = true;
   };
   std::atomic<pid_t> writer_tid{0};
@@ -366,19 +368,19 @@ TYPED_TEST(windows, a_gp_still_in_progress_on_another_thread_is_waited_for) {
   std::thread writer([&] {
     writer_tid = gettid();
     unreg_queue<item> q;
-    q.push(*x);
-    st = rollback_many(q, plain_policy{}, domain, unlock_during_waits(lock));
+    q.push(*o.x);
+    st = rollback_many(q, plain_policy{}, o.domain, unlock_during_waits(lock));
   });
   // Release the other GP only once the writer sleeps on the domain's GP mutex (correct code) or
   // the object is gone (a mutant that took the running GP as ended): both are states, not times.
   while (!unlock_returned.load()) std::this_thread::yield();
-  while (x->poison.load() == kAlive && thread_state(writer_tid.load()) != 'S') std::this_thread::yield();
+  while (o.x->poison.load() == kAlive && thread_state(writer_tid.load()) != 'S') std::this_thread::yield();
   board.let_go();
   writer.join();
   other.join();
   reader.join();
   expect_alive_for_the_reader(reader, "destroyed while the GP covering its unlink was still in progress");
-  EXPECT_EQ(x->poison.load(), kPoison);
+  EXPECT_EQ(o.x->poison.load(), kPoison);
   EXPECT_EQ(st.grace_periods + st.gps_elided, 1u);
 }
 
@@ -479,6 +481,19 @@ drain_options quiet_drain() {
 
 struct drain_windows : counting_test<drain_tag> {
   void SetUp() override { board.reset(); }
+
+  /// The batch of `objects` (pushed in this order) through `p` with `opts`, under the hang
+  /// detector (`what` names the hang).
+  batch_stats run_or_die(const char* what, std::initializer_list<item*> objects, drain_policy p,
+                         const rollback_options& opts) {
+    batch_stats st;
+    finishes_or_dies(what, [&] {
+      unreg_queue<item> q;
+      for (item* x : objects) q.push(*x);
+      st = rollback_many(q, p, domain, opts);
+    });
+    return st;
+  }
 };
 
 // The put lands after the drain has counted the object as held (the trigger is destroyed after it
@@ -496,13 +511,8 @@ TEST_F(drain_windows, a_put_after_the_drain_started_waiting_wakes_it) {
     h.start();
     rollback_options opts;
     opts.drain = quiet_drain();
-    batch_stats st;
-    finishes_or_dies("a put after the drain began waiting did not wake it (lost wake-up)", [&] {
-      unreg_queue<item> q;
-      q.push(*trigger);
-      q.push(*held);
-      st = rollback_many(q, drain_policy{trigger.get(), nullptr, &h}, domain, opts);
-    });
+    const batch_stats st = run_or_die("a put after the drain began waiting did not wake it (lost wake-up)",
+                                      {trigger.get(), held.get()}, {.trigger = trigger.get(), .h = &h}, opts);
     h.join();
     ASSERT_EQ(held->poison.load(), kPoison);
     EXPECT_EQ(st.stall_reports, 0u) << "woken by the stall timer, not by the put";
@@ -547,12 +557,8 @@ TEST_F(drain_windows, an_object_still_held_once_is_not_destroyed) {
     ++reports;
     rcv.notify_all();
   };
-  finishes_or_dies("an object held twice was never freed", [&] {
-    unreg_queue<item> q;
-    q.push(*trigger);
-    q.push(*held);
-    rollback_many(q, drain_policy{trigger.get(), nullptr, &h}, domain, opts);
-  });
+  run_or_die("an object held twice was never freed", {trigger.get(), held.get()}, {.trigger = trigger.get(), .h = &h},
+             opts);
   h.join();
   EXPECT_TRUE(alive_while_held) << "destroyed while one reference was still held";
   EXPECT_EQ(held->poison.load(), kPoison);
@@ -575,12 +581,7 @@ TEST_F(drain_windows, the_stall_report_names_a_held_object) {
     if (line.empty()) line = std::string(l);
     h.signal();
   };
-  batch_stats st;
-  finishes_or_dies("no stall report for a held object", [&] {
-    unreg_queue<item> q;
-    q.push(*held);
-    st = rollback_many(q, drain_policy{nullptr, nullptr, &h}, domain, opts);
-  });
+  const batch_stats st = run_or_die("no stall report for a held object", {held.get()}, {.h = &h}, opts);
   h.join();
   EXPECT_GE(st.stall_reports, 1u);
   EXPECT_NE(line.find("held item"), std::string::npos) << line;
@@ -604,15 +605,13 @@ TEST_F(drain_windows, a_sub_object_retired_with_its_owner_outlives_the_owners_ho
   rollback_options opts;
   opts.drain = quiet_drain();
   opts.drain.rebroadcast_interval = std::chrono::milliseconds(1);
-  drain_policy p{nullptr, owner.get(), &h};
-  p.part_alive_at_destroy = &alive_at_destroy;
-  p.owner = owner.get();
-  p.retire_with_part_of = owner.get();
-  finishes_or_dies("the owner was never freed", [&] {
-    unreg_queue<item> q;
-    q.push(*owner);
-    rollback_many(q, p, domain, opts);
-  });
+  run_or_die("the owner was never freed", {owner.get()},
+             {.rebroadcast_cue = owner.get(),
+              .h = &h,
+              .part_alive_at_destroy = &alive_at_destroy,
+              .owner = owner.get(),
+              .retire_with_part_of = owner.get()},
+             opts);
   h.join();
   EXPECT_TRUE(alive_for_holder) << "disposed while a holder of its owner could still use it";
   EXPECT_TRUE(alive_at_destroy) << "disposed before its owner's destroy";
@@ -635,13 +634,8 @@ TEST_F(drain_windows, a_parent_is_destroyed_after_its_held_dependent_and_only_th
   rollback_options opts;
   opts.drain = quiet_drain();
   opts.drain.rebroadcast_interval = std::chrono::milliseconds(1);
-  drain_policy p{nullptr, child.get(), &h};
-  p.child_gone_at_parent_destroy = &child_gone;
-  finishes_or_dies("the parent of a released dependent was never freed", [&] {
-    unreg_queue<item> q;
-    q.push(*parent);
-    rollback_many(q, p, domain, opts);
-  });
+  run_or_die("the parent of a released dependent was never freed", {parent.get()},
+             {.rebroadcast_cue = child.get(), .h = &h, .child_gone_at_parent_destroy = &child_gone}, opts);
   h.join();
   EXPECT_TRUE(child_gone) << "the parent was destroyed while its dependent was still held";
   EXPECT_EQ(parent->poison.load(), kPoison);

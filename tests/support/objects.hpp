@@ -1,5 +1,6 @@
 // tests/support/objects.hpp — the test object type every unit test shares, and the loops that
-// make registered ones and queue them (written out 25 times before this header).
+// make registered ones and queue them (written out 25 times before this header); queue_only_nodes
+// for tests of the queue itself, whose nodes no batch ever unregisters.
 #pragma once
 
 #include <atomic>
@@ -50,5 +51,32 @@ inline std::vector<node*> queue_registered(unreg_queue<node>& q, int n, int firs
   for (node* p : nodes) q.push(*p);
   return nodes;
 }
+
+/// Registered nodes that a test only queues: no batch runs on them, so none is ever released by
+/// one. On destruction it releases each (as a batch would before destroy: registrable's
+/// destructor refuses a registered object) and deletes it. Declare it before the queues that hold
+/// its nodes, so that they are unqueued first.
+class queue_only_nodes {
+ public:
+  /// Effects: n registered nodes, ids first_id, first_id + 1, ... Throws: std::bad_alloc.
+  explicit queue_only_nodes(int n, int first_id = 1) : nodes_(make_registered(n, first_id)) {}
+  ~queue_only_nodes() {
+    for (node* p : nodes_) {
+      detail::registrable_access::set_state(*p, reg_state::released);  // test-only back door
+      delete p;
+    }
+  }
+  queue_only_nodes(const queue_only_nodes&) = delete;
+  queue_only_nodes& operator=(const queue_only_nodes&) = delete;
+
+  node& operator[](std::size_t i) const { return *nodes_.at(i); }
+  /// Effects: pushes every node onto q, in id order (each push can be refused: see unreg_queue).
+  void push_all(unreg_queue<node>& q) const {
+    for (node* p : nodes_) q.push(*p);
+  }
+
+ private:
+  std::vector<node*> nodes_;
+};
 
 }  // namespace rcubatch::test

@@ -8,32 +8,18 @@
 #include <streambuf>
 
 #include "netdev/vlan.hpp"
-#include "netsim/session.hpp"
+#include "script_run.hpp"
 
 namespace {
 
 using flavor = rcubatch::flavor::memb;
+using netsim_test::outcome;
 
-struct outcome {
-  netsim::session_result result;
-  std::string out, err;
-};
-
+/// A read error counts as a failed run, its message appended to err (each names its line).
 outcome run(const std::string& script, netdev::unreg_mode mode = netdev::unreg_mode::batched, bool force = false) {
-  std::istringstream in(script);
-  std::vector<std::string> errors;
-  auto lines = netsim::read_script(in, "t", errors);
-  netsim::session_options opt;
-  opt.mode = mode;
-  opt.readers = 0;
-  opt.force = force;
-  std::ostringstream out, err;
-  outcome o;
-  o.result = netsim::run_session<flavor>(lines, netsim::variables{}, opt, out, err);
-  o.out = out.str();
-  o.err = err.str();
-  for (const auto& e : errors) o.err += e + "\n";
-  if (!errors.empty()) o.result.ok = false;
+  outcome o = netsim_test::run_script(script, "t", mode, force);
+  for (const auto& e : o.read_errors) o.err += e + "\n";
+  if (!o.read_errors.empty()) o.result.ok = false;
   return o;
 }
 

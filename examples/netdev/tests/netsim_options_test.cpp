@@ -30,29 +30,40 @@ std::string value_of(const netsim::variables& v, const std::string& name) {
   return w;
 }
 
-TEST(netsim_options, defaults_with_a_command) {
-  const command_line c = parse({"link", "add", "d0", "type", "dummy"});
+/// Everything a run command line sets but its -D variables.
+struct run_settings {
+  netdev::unreg_mode mode;
+  unsigned readers;
+  bool force;
+  std::string flavor;
+  bool stats_json;
+  std::string batch_file;
+  args command;
+};
+
+/// Expects `c` to be a run with exactly the settings `want`.
+void expect_run(const command_line& c, const run_settings& want) {
   EXPECT_EQ(c.what, command_line::action::run);
-  EXPECT_EQ(c.run.session.mode, netdev::unreg_mode::batched);
-  EXPECT_EQ(c.run.session.readers, 1U);
-  EXPECT_FALSE(c.run.session.force);
-  EXPECT_EQ(c.run.flavor, "memb");
-  EXPECT_FALSE(c.run.stats_json);
-  EXPECT_TRUE(c.run.batch_file.empty());
-  EXPECT_EQ(c.run.command, (args{"link", "add", "d0", "type", "dummy"}));
+  EXPECT_EQ(c.run.session.mode, want.mode);
+  EXPECT_EQ(c.run.session.readers, want.readers);
+  EXPECT_EQ(c.run.session.force, want.force);
+  EXPECT_EQ(c.run.flavor, want.flavor);
+  EXPECT_EQ(c.run.stats_json, want.stats_json);
+  EXPECT_EQ(c.run.batch_file, want.batch_file);
+  EXPECT_EQ(c.run.command, want.command);
+}
+
+TEST(netsim_options, defaults_with_a_command) {
+  expect_run(parse({"link", "add", "d0", "type", "dummy"}),
+             {.mode = netdev::unreg_mode::batched, .readers = 1, .force = false, .flavor = "memb",
+              .stats_json = false, .batch_file = "", .command = {"link", "add", "d0", "type", "dummy"}});
 }
 
 TEST(netsim_options, every_run_option) {
   const command_line c = parse({"--mode", "legacy", "--readers", "64", "--flavor", "qsbr", "-force", "--stats", "json",
                                 "-D", "N=20", "-D", "EMPTY=", "-batch", "x.batch"});
-  EXPECT_EQ(c.what, command_line::action::run);
-  EXPECT_EQ(c.run.session.mode, netdev::unreg_mode::legacy);
-  EXPECT_EQ(c.run.session.readers, 64U);
-  EXPECT_TRUE(c.run.session.force);
-  EXPECT_EQ(c.run.flavor, "qsbr");
-  EXPECT_TRUE(c.run.stats_json);
-  EXPECT_EQ(c.run.batch_file, "x.batch");
-  EXPECT_TRUE(c.run.command.empty());
+  expect_run(c, {.mode = netdev::unreg_mode::legacy, .readers = 64, .force = true, .flavor = "qsbr",
+                 .stats_json = true, .batch_file = "x.batch", .command = {}});
   EXPECT_EQ(value_of(c.run.vars, "N"), "20");
   EXPECT_EQ(value_of(c.run.vars, "EMPTY"), "");
   EXPECT_EQ(parse({"--force", "-b", "-"}).run.batch_file, "-");

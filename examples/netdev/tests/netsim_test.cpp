@@ -4,31 +4,16 @@
 
 #include <sstream>
 
-#include "netsim/session.hpp"
+#include "script_run.hpp"
 
 namespace {
 
-using flavor = rcubatch::flavor::memb;
+using netsim_test::outcome;
 
-struct outcome {
-  netsim::session_result result;
-  std::string out, err;
-};
-
+/// A script that must read without error (a syntax test would say what it expects instead).
 outcome run(const std::string& script, netdev::unreg_mode mode = netdev::unreg_mode::batched, bool force = false) {
-  std::istringstream in(script);
-  std::vector<std::string> errors;
-  auto lines = netsim::read_script(in, "test.batch", errors);
-  EXPECT_TRUE(errors.empty());
-  netsim::session_options opt;
-  opt.mode = mode;
-  opt.readers = 0;
-  opt.force = force;
-  std::ostringstream out, err;
-  outcome o;
-  o.result = netsim::run_session<flavor>(lines, netsim::variables{}, opt, out, err);
-  o.out = out.str();
-  o.err = err.str();
+  outcome o = netsim_test::run_script(script, "test.batch", mode, force);
+  EXPECT_TRUE(o.read_errors.empty());
   return o;
 }
 
