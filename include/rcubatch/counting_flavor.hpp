@@ -26,10 +26,11 @@
 #include <vector>
 
 #include "rcubatch/flavor.hpp"
+#include "rcubatch/fwd.hpp"
 
 namespace rcubatch {
 
-template <class Tag = void>
+template <class Tag>  // default (void): fwd.hpp
 struct counting_flavor {
   static constexpr std::string_view name = "counting";
   static constexpr bool quiescent_state_based = false;

@@ -55,6 +55,7 @@
 
 #include "rcubatch/detail/tsan.hpp"
 #include "rcubatch/flavor.hpp"
+#include "rcubatch/fwd.hpp"
 #include "rcubatch/misuse.hpp"
 
 namespace rcubatch {

@@ -51,6 +51,7 @@
 
 #include "rcubatch/detail/tsan.hpp"
 #include "rcubatch/flavor.hpp"
+#include "rcubatch/fwd.hpp"
 #include "rcubatch/misuse.hpp"
 
 namespace rcubatch {
@@ -211,7 +212,7 @@ class thread_registration {
 /// Requires: not inside a read_guard<Flavor>: diagnosed as blocking_in_read_section (a pointer read
 /// in the guard would lose protection) under the policy; under report nothing is announced.
 /// Throws: misuse_error under throw_error on that misuse. Complexity: O(1). Blocking: never.
-template <class Flavor = default_flavor>
+template <class Flavor>  // default: fwd.hpp
 void quiescent_state() {
   const auto& self = detail::reader<Flavor>;
   if (self.read_depth > 0) {
@@ -228,7 +229,7 @@ void quiescent_state() {
 
 /// QSBR: takes the thread offline for a scope (blocking, sleeping); online again at the end.
 /// Scopes nest: only the outermost one goes offline and comes back online. No-op for other flavors.
-template <class Flavor = default_flavor>
+template <class Flavor>  // default: fwd.hpp
 class offline_scope {
  public:
   /// Effects: the outermost scope takes the thread offline: grace periods stop waiting for it.

@@ -82,7 +82,7 @@ namespace rcubatch {
 /// lives in static storage with no destructor call (it holds no resource but a mutex and counters).
 /// (It would belong in grace_domain.hpp; it is here because that header is not this change's.)
 /// Throws: nothing. Complexity: O(1). Blocking: never. Thread safety: any thread, concurrently.
-template <class Flavor = default_flavor>
+template <class Flavor>  // default: fwd.hpp
 grace_domain<Flavor>& default_domain() noexcept {
   union immortal {
     immortal() noexcept : domain() {}
@@ -474,8 +474,7 @@ class basic_registry {
   std::tuple<Policies...> policies_;
 };
 
-/// The common spelling: the default flavor, a std::mutex.
-template <class... Policies>
-using registry = basic_registry<default_flavor, std::mutex, Policies...>;
+// `registry<Policies...>`, the common spelling (the default flavor, a std::mutex), is defined in
+// fwd.hpp, so that code including only fwd.hpp can name it.
 
 }  // namespace rcubatch

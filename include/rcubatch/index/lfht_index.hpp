@@ -64,6 +64,7 @@
 
 #include "rcubatch/annotate.hpp"
 #include "rcubatch/flavor.hpp"  // the liburcu flavor headers must precede rculfhash.h
+#include "rcubatch/fwd.hpp"
 #include "rcubatch/misuse.hpp"
 #include "rcubatch/read_guard.hpp"
 
@@ -231,8 +232,8 @@ namespace detail {
 }
 }  // namespace detail
 
-template <class T, lfht_hook<T> T::*Hook, class KeyOf, class Flavor = default_flavor,
-          class Hash = lfht_hash, class KeyEqual = std::equal_to<>>
+/// Defaults (fwd.hpp): Flavor = default_flavor, Hash = lfht_hash, KeyEqual = std::equal_to<>.
+template <class T, lfht_hook<T> T::*Hook, class KeyOf, class Flavor, class Hash, class KeyEqual>
 class lfht_index {
   static constexpr bool kRuntimeFlavor = std::is_same_v<Flavor, lfht_runtime_flavor>;
   static_assert(kRuntimeFlavor || lfht_flavor<Flavor>,
