@@ -2,12 +2,14 @@
 //
 //   rcubatch::registry<sessions_policy> sessions;
 //   rcubatch::async_unregister reclaimer(sessions);     // a background reclaimer thread
-//
+//   sessions.add(*s);                                   // registered as usual
+//   sessions.add(*s2);
 //   auto ticket = reclaimer.submit(*s);                 // unlisted now; never waits for a GP
 //   reclaimer.poll(ticket);                             // destroyed yet? (never blocks)
 //   reclaimer.wait(ticket);                             // until *s is destroyed
 //   reclaimer.unregister(*s2);                          // submit + wait: callers combine
 //   reclaimer.drain();                                  // everything submitted so far is gone
+//   (compiled in tests/header_examples_test.cpp)
 //
 // What it is: an object beside a registry (it keeps a reference; one per registry) that takes
 // the registry's objects one at a time from any number of threads and tears them down in

@@ -3,9 +3,13 @@
 //   rcubatch::thread_registration<> reg;          // once per reader thread, for its lifetime
 //   {
 //     rcubatch::read_guard<> guard;               // read-side section
-//     device* d = table.lookup(name);             // d stays valid until the guard ends
+//     device* d = slot.load(std::memory_order_acquire);  // d stays valid until the guard ends
+//     use(*d);
 //   }
+//
+//   rcubatch::thread_registration<rcubatch::flavor::qsbr> qsbr_reg;   // a qsbr reader thread
 //   rcubatch::quiescent_state<rcubatch::flavor::qsbr>();   // qsbr readers: announce often
+//   (compiled in tests/header_examples_test.cpp)
 //
 // Thread safety / memory ordering: a read_guard pins every object reachable when it began until
 // it ends; publish pointers with std::atomic release stores and read them with acquire loads

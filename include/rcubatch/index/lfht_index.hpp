@@ -8,12 +8,15 @@
 //                                        rcubatch::key_member<&session::name>>;
 //   by_name index;                                        // default flavor, grows as it fills
 //
+//   auto* s = new session;
+//   s->name = "alice";
 //   index.add_unique(*s);                  // writer: false if the name is taken
 //   {
 //     rcubatch::read_guard<> guard;        // reader
 //     if (session* found = index.find("alice")) use(*found);  // valid until the guard ends
 //   }
 //   index.unlink(*s);                      // writer; free s only after a grace period
+//   (compiled in tests/header_examples_test.cpp)
 //
 // A multi-index (several objects per key, e.g. routes of one prefix in different tables): link
 // with add() instead of add_unique(), and visit a key's objects with for_each_equal(key, f).
