@@ -4,9 +4,11 @@
 // header_examples.snippets_are_compiled_code (cmake/check-header-snippets.cmake) fails when one
 // drifts. Types are local to their TEST, so each example reads as it does in its header.
 #include <atomic>
+#include <cstdint>
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -18,6 +20,12 @@
 #include "rcubatch/index/lfht_index.hpp"
 
 namespace {
+
+/// A policy for objects published nowhere but in the test: its unlist has nothing to unlink.
+template <class T>
+struct unlist_only {
+  void unlist(T&) noexcept {}
+};
 
 // ---- annotate.hpp ---------------------------------------------------------------------------
 namespace annotate_example {
@@ -252,14 +260,10 @@ int sessions_destroyed = 0;
 struct session : rcubatch::registrable<session> {
   ~session() { ++sessions_destroyed; }
 };
-struct session_policy {
-  void unlist(session&) noexcept {}
-};
-
 TEST(header_examples, unreg_queue) {
   using F = rcubatch::counting_flavor<struct unreg_queue_example>;
   rcubatch::grace_domain<F> domain;
-  session_policy policy;
+  unlist_only<session> policy;
   std::vector<session*> doomed;
   for (int i = 0; i < 100; ++i) {
     doomed.push_back(new session);
@@ -298,10 +302,6 @@ struct streaming_session_policy {
     for (fib_route* r : s.routes) { fib.unlink(r); b.retire(r); }   // freed after GP #2
   }
 };
-struct stream_policy {
-  void unlist(stream&) noexcept {}
-};
-
 TEST(header_examples, batch) {
   using F = rcubatch::counting_flavor<struct batch_example>;
   rcubatch::grace_domain<F> domain;
@@ -319,7 +319,7 @@ TEST(header_examples, batch) {
   sessions.push(*s);
   const rcubatch::batch_stats st =
       rcubatch::rollback_many(domain, rcubatch::lane(sessions, streaming_session_policy{fib}),
-                              rcubatch::lane(streams, stream_policy{}));
+                              rcubatch::lane(streams, unlist_only<stream>{}));
   EXPECT_EQ(st.objects, 4u);
   EXPECT_EQ(st.dependents_added, 3u);
   EXPECT_EQ(st.retired, 3u);
@@ -331,14 +331,21 @@ TEST(header_examples, batch) {
 
 // ---- registry.hpp ---------------------------------------------------------------------------
 namespace registry_example {
+struct stream : rcubatch::registrable<stream> {
+  explicit stream(std::uint64_t i) : id(i) {}
+  std::uint64_t id;
+  rcubatch::lfht_hook<stream> by_id;
+};
+struct session : rcubatch::registrable<session> {
+  session(std::uint64_t i, std::string n) : id(i), name(std::move(n)) {}
+  std::uint64_t id;
+  std::string name;
+  rcubatch::lfht_hook<session> by_id, by_name;
+  std::vector<stream*> streams;
+};
+
 TEST(header_examples, registry) {
   rcubatch::thread_registration<> reg;
-  struct session : rcubatch::registrable<session> {
-    session(std::uint64_t i, std::string n) : id(i), name(std::move(n)) {}
-    std::uint64_t id;
-    std::string name;
-    rcubatch::lfht_hook<session> by_id, by_name;
-  };
   int found_alice = 0;
   auto use = [&](const session& s) { found_alice += s.name == "alice"; };
   auto* s = new session(1, "alice");
@@ -374,18 +381,6 @@ TEST(header_examples, registry) {
 
 TEST(header_examples, registry_several_types) {
   rcubatch::thread_registration<> reg;
-  struct stream : rcubatch::registrable<stream> {
-    explicit stream(std::uint64_t i) : id(i) {}
-    std::uint64_t id;
-    rcubatch::lfht_hook<stream> by_id;
-  };
-  struct session : rcubatch::registrable<session> {
-    session(std::uint64_t i, std::string n) : id(i), name(std::move(n)) {}
-    std::uint64_t id;
-    std::string name;
-    rcubatch::lfht_hook<session> by_id, by_name;
-    std::vector<stream*> streams;
-  };
   using by_id = rcubatch::lfht_index<session, &session::by_id, rcubatch::key_member<&session::id>>;
   using by_name = rcubatch::lfht_index<session, &session::by_name, rcubatch::key_member<&session::name>>;
   using stream_by_id = rcubatch::lfht_index<stream, &stream::by_id, rcubatch::key_member<&stream::id>>;
@@ -412,18 +407,15 @@ TEST(header_examples, registry_several_types) {
 
 // ---- async_unregister.hpp -------------------------------------------------------------------
 namespace async_unregister_example {
+using registry_example::session;  // an id, a name and their hooks
+
 TEST(header_examples, async_unregister) {
   rcubatch::thread_registration<> reg;
-  struct session : rcubatch::registrable<session> {
-    explicit session(std::uint64_t i) : id(i) {}
-    std::uint64_t id;
-    rcubatch::lfht_hook<session> by_id;
-  };
   using sessions_policy =
       rcubatch::indexed<session, rcubatch::lfht_index<session, &session::by_id, rcubatch::key_member<&session::id>>>;
-  auto* s = new session(1);
-  auto* s2 = new session(2);
-  auto* s3 = new session(3);
+  auto* s = new session(1, "alice");
+  auto* s2 = new session(2, "bob");
+  auto* s3 = new session(3, "carol");
 
   rcubatch::registry<sessions_policy> sessions;
   rcubatch::async_unregister reclaimer(sessions);     // a background reclaimer thread
