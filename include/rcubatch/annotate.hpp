@@ -6,12 +6,13 @@
 // For pointers you publish yourself, use std::atomic release stores and acquire loads; for nodes
 // that go through liburcu's data structures, annotate the two ends:
 //
-//   init(dev);                                  // writer: fill every field readers read
+//   dev->mtu = 1500;                             // writer: fill every field readers read
 //   rcubatch::annotate_publish(&dev->node);     // right before cds_lfht_add / cds_list_add_rcu
 //   cds_lfht_add(table, hash, &dev->node);
 //
-//   cds_lfht_node* n = ...lookup...;            // reader, inside a read_guard
+//   cds_lfht_node* n = lookup(table, hash);     // reader, inside a read_guard
 //   rcubatch::annotate_subscribe(n);            // before reading the fields (also in match callbacks)
+//   (compiled in tests/header_examples_test.cpp)
 //
 // Outside TSan builds both compile to nothing. They hide no real bug: a reader that reaches a
 // freed object still races with the free (the grace-period edge is what orders frees, see

@@ -2,12 +2,14 @@
 //
 //   rcubatch::registry<sessions_policy> sessions;
 //   rcubatch::async_unregister reclaimer(sessions);     // a background reclaimer thread
-//
+//   sessions.add(*s);                                   // registered as usual
+//   sessions.add(*s2);
 //   auto ticket = reclaimer.submit(*s);                 // unlisted now; never waits for a GP
 //   reclaimer.poll(ticket);                             // destroyed yet? (never blocks)
 //   reclaimer.wait(ticket);                             // until *s is destroyed
 //   reclaimer.unregister(*s2);                          // submit + wait: callers combine
 //   reclaimer.drain();                                  // everything submitted so far is gone
+//   (compiled in tests/header_examples_test.cpp)
 //
 // What it is: an object beside a registry (it keeps a reference; one per registry) that takes
 // the registry's objects one at a time from any number of threads and tears them down in
@@ -52,8 +54,9 @@
 // rate; the bookkeeping is bounded with it (per request: a timestamp and a side-set entry) and
 // the latency statistics are a fixed histogram (512 counters), not samples.
 //
-// Statistics (stats()): per batch (async_batch_report, also given to async_options::on_batch):
-// requests combined, distinct submitting threads, the batch's batch_stats; per reclaimer:
+// Statistics (stats(), async_stats.hpp): per batch (async_batch_report, also given to
+// async_options::on_batch): requests combined, distinct submitting threads, the batch's
+// batch_stats; per reclaimer:
 // requests, batches, grace periods, p50/p99/max request→destroy latency (to the end of the
 // request's batch; a log2 histogram with 8 sub-buckets per octave: within 12.5 %), pending
 // count/bytes now and their high-water marks, submitters blocked by the budget, refusals.
@@ -79,10 +82,13 @@
 //
 // Thread safety: every member may be called concurrently from threads registered with the
 // registry's flavor (and the indexes' flavor), except the destructor.
+//
+// Pieces in their own headers, included here: async_stats.hpp (async_stats, async_batch_report),
+// detail/submitted_lane.hpp (the lane policy that skips the objects unlisted at submit),
+// detail/latency_histogram.hpp (the fixed latency histogram).
 #pragma once
 
 #include <algorithm>
-#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -99,7 +105,10 @@
 #include <utility>
 #include <vector>
 
+#include "rcubatch/async_stats.hpp"
 #include "rcubatch/batch_stats.hpp"
+#include "rcubatch/detail/latency_histogram.hpp"
+#include "rcubatch/detail/submitted_lane.hpp"
 #include "rcubatch/misuse.hpp"
 #include "rcubatch/policy.hpp"
 #include "rcubatch/read_guard.hpp"
@@ -121,13 +130,6 @@ enum class over_budget : unsigned char {
   refuse,  ///< return an empty ticket at once, nothing changed (async_stats::refused)
 };
 
-/// What one batch of an async_unregister combined.
-struct async_batch_report {
-  std::size_t requests = 0;  ///< submit() calls it completes
-  std::size_t threads = 0;   ///< distinct threads among their submitters
-  batch_stats batch{};       ///< the rollback_many's own statistics (objects include dependents)
-};
-
 /// How an async_unregister batches. Every threshold counts requests pending (submitted, not yet
 /// taken by a batch); the budget counts requests not yet destroyed.
 struct async_options {
@@ -146,29 +148,6 @@ struct async_options {
   /// Called after each batch on the thread that ran it, outside every lock of this object and of
   /// the registry. Must not throw (an exception is caught and dropped).
   std::function<void(const async_batch_report&)> on_batch{};
-};
-
-/// Totals of one async_unregister. Exact counts; each read is consistent on its own, the set is
-/// not one atomic snapshot while batches run. Latencies: request → end of its batch.
-struct async_stats {
-  std::uint64_t submitted = 0;        ///< requests accepted
-  std::uint64_t completed = 0;        ///< requests whose object was destroyed
-  std::uint64_t refused = 0;          ///< submits refused by the budget (over_budget::refuse)
-  std::uint64_t blocked_submits = 0;  ///< submits that blocked on the budget
-  std::uint64_t batches = 0;          ///< batches run (with at least one request)
-  std::uint64_t grace_periods = 0;    ///< GPs those batches waited for (batch_stats::grace_periods)
-  std::uint64_t objects = 0;          ///< objects destroyed by them, dependents included
-  std::size_t max_requests_per_batch = 0;
-  std::size_t max_threads_per_batch = 0;
-  std::size_t pending_count = 0;           ///< requests not yet destroyed, now
-  std::size_t pending_bytes = 0;           ///< their charged bytes, now
-  std::size_t pending_count_high_water = 0;
-  std::size_t pending_bytes_high_water = 0;
-  std::size_t blocked_now = 0;             ///< submitters blocked on the budget right now
-  std::chrono::nanoseconds latency_p50{};  ///< request → destroy, histogram bucket upper bound
-  std::chrono::nanoseconds latency_p99{};
-  std::chrono::nanoseconds latency_max{};  ///< exact
-  async_batch_report last_batch{};
 };
 
 template <class Registry>
@@ -198,145 +177,6 @@ namespace detail {
 inline std::atomic<std::uint64_t> g_next_reclaimer_id{1};
 /// The async_unregister whose batch the calling thread is running (its hooks), if any.
 inline thread_local const void* t_running_batch_of = nullptr;
-
-/// A fixed log2 histogram of durations in ns: 64 octaves × 8 sub-buckets. Written here rather
-/// than taken from HdrHistogram: a header-only library takes no dependency for 40 lines, and the
-/// memory must be fixed (the bound on bookkeeping).
-class latency_histogram {
- public:
-  static constexpr unsigned kSub = 8;
-  void add(std::uint64_t ns) noexcept {
-    ++counts_[index_of(ns)];
-    ++total_;
-    max_ = std::max(max_, ns);
-  }
-  /// The upper bound of the bucket holding the q-quantile (0 < q ≤ 1); 0 when empty.
-  std::uint64_t quantile(double q) const noexcept {
-    if (total_ == 0) return 0;
-    const auto rank = static_cast<std::uint64_t>(q * static_cast<double>(total_) + 0.999999);
-    std::uint64_t seen = 0;
-    for (std::size_t i = 0; i < counts_.size(); ++i) {
-      seen += counts_[i];
-      if (seen >= rank && counts_[i] != 0) return std::min(upper_of(i), max_);
-    }
-    return max_;
-  }
-  std::uint64_t max() const noexcept { return max_; }
-
- private:
-  static std::size_t index_of(std::uint64_t ns) noexcept {
-    if (ns < kSub) return static_cast<std::size_t>(ns);
-    const unsigned octave = 63u - static_cast<unsigned>(__builtin_clzll(ns));  // ≥ 3
-    const unsigned sub = static_cast<unsigned>((ns >> (octave - 3)) & (kSub - 1));
-    return static_cast<std::size_t>((octave - 2) * kSub + sub);
-  }
-  static std::uint64_t upper_of(std::size_t i) noexcept {
-    if (i < kSub) return i;
-    const unsigned octave = static_cast<unsigned>(i / kSub) + 2;
-    const std::uint64_t sub = i % kSub;
-    const std::uint64_t base = std::uint64_t{1} << octave;
-    const std::uint64_t step = base / kSub;
-    return base + (sub + 1) * step - 1;
-  }
-  std::array<std::uint64_t, 64 * kSub> counts_{};
-  std::uint64_t total_ = 0;
-  std::uint64_t max_ = 0;
-};
-
-/// The set of submitted objects not yet unlisted-or-skipped by a batch (see submitted_lane).
-using submitted_set = std::unordered_set<const void*>;
-
-// Forwarding mixins: the lane policy has exactly the hooks the registry's policy has (the hook
-// table is found by name, so an always-present forwarder would change what runs: a void uninit
-// forces grace period #2). D is the lane policy, which gives policy().
-template <class D, class P, class T, bool>
-struct fwd_close_many {};
-template <class D, class P, class T>
-struct fwd_close_many<D, P, T, true> {
-  void close_many(object_range<T> r) noexcept { static_cast<D*>(this)->policy().close_many(r); }
-};
-template <class D, class P, class T, int>
-struct fwd_notify {};
-template <class D, class P, class T>
-struct fwd_notify<D, P, T, 1> {
-  void notify(T& t, batch& b) noexcept { static_cast<D*>(this)->policy().notify(t, b); }
-};
-template <class D, class P, class T>
-struct fwd_notify<D, P, T, 2> {
-  void notify(T& t) noexcept { static_cast<D*>(this)->policy().notify(t); }
-};
-template <class D, class P, class T, bool>
-struct fwd_batch_notify {};
-template <class D, class P, class T>
-struct fwd_batch_notify<D, P, T, true> {
-  void batch_notify(batch& b) noexcept { static_cast<D*>(this)->policy().batch_notify(b); }
-};
-template <class D, class P, class T, int>
-struct fwd_uninit {};
-template <class D, class P, class T>
-struct fwd_uninit<D, P, T, 1> {
-  auto uninit(T& t, batch& b) noexcept -> decltype(std::declval<P&>().uninit(t, b)) {
-    return static_cast<D*>(this)->policy().uninit(t, b);
-  }
-};
-template <class D, class P, class T>
-struct fwd_uninit<D, P, T, 2> {
-  auto uninit(T& t) noexcept -> decltype(std::declval<P&>().uninit(t)) {
-    return static_cast<D*>(this)->policy().uninit(t);
-  }
-};
-template <class D, class P, class T, bool>
-struct fwd_destroy {};
-template <class D, class P, class T>
-struct fwd_destroy<D, P, T, true> {
-  void destroy(T* t) noexcept { static_cast<D*>(this)->policy().destroy(t); }
-};
-template <class D, class P, class T, bool>
-struct fwd_rebroadcast {};
-template <class D, class P, class T>
-struct fwd_rebroadcast<D, P, T, true> {
-  void rebroadcast(T& t) noexcept { static_cast<D*>(this)->policy().rebroadcast(t); }
-};
-template <class D, class P, class T, bool>
-struct fwd_name {};
-template <class D, class P, class T>
-struct fwd_name<D, P, T, true> {
-  decltype(auto) name(const T& t) { return static_cast<D*>(this)->policy().name(t); }
-};
-
-template <class P, class T>
-using hooks_of = policy_hooks<P, T>;
-
-/// The lane policy of an asynchronous batch: the registry's policy P, except that unlist skips
-/// the objects unlisted at submit (members of `submitted`, erased as they are skipped) and
-/// validate is absent (it ran at submit). Dependents that notify queues are unlisted by P.
-template <class P, class T>
-class submitted_lane
-    : public fwd_close_many<submitted_lane<P, T>, P, T, hooks_of<P, T>::has_close_many>,
-      public fwd_notify<submitted_lane<P, T>, P, T,
-                        hooks_of<P, T>::notify_b_ok ? 1 : (hooks_of<P, T>::notify_ok ? 2 : 0)>,
-      public fwd_batch_notify<submitted_lane<P, T>, P, T, hooks_of<P, T>::has_batch_notify>,
-      public fwd_uninit<submitted_lane<P, T>, P, T,
-                        hooks_of<P, T>::uninit_b_ok ? 1 : (hooks_of<P, T>::uninit_ok ? 2 : 0)>,
-      public fwd_destroy<submitted_lane<P, T>, P, T, hooks_of<P, T>::has_destroy>,
-      public fwd_rebroadcast<submitted_lane<P, T>, P, T, hooks_of<P, T>::has_rebroadcast>,
-      public fwd_name<submitted_lane<P, T>, P, T, hooks_of<P, T>::has_name> {
-  static_assert(hooks_of<P, T>::check());  // a misshapen hook is a compile error, never skipped
-
- public:
-  submitted_lane(P& p, submitted_set& s) noexcept : p_(&p), submitted_(&s) {}
-  P& policy() noexcept { return *p_; }
-
-  void unlist(T& t) noexcept {
-    const void* key = static_cast<const registrable_base*>(&static_cast<registrable<T>&>(t));
-    if (submitted_->erase(key) != 0) return;  // unlisted by submit
-    hooks_of<P, T>{*p_}.unlist(t);
-  }
-
- private:
-  P* p_;
-  submitted_set* submitted_;
-};
 
 /// The flavors a reclaimer thread registers with: the registry's, then each index's
 /// (Index::flavor_type of every policy's index_types), duplicates allowed (registrations nest).

@@ -1,11 +1,12 @@
 // rcubatch/batch.hpp — the running rollback_many, as the policy's hooks see it.
 //
-//   void notify(session& s, rcubatch::batch& b) noexcept {
-//     for (stream& st : s.streams) b.queue(st);             // dependents of any type in the batch
+//   void notify(streaming_session& s, rcubatch::batch& b) noexcept {
+//     for (stream* st : s.streams) b.queue(*st);             // dependents of any type in the batch
 //   }
-//   void uninit(session& s, rcubatch::batch& b) noexcept {
-//     for (route* r : s.routes) { fib.unlink(r); b.retire(r); }   // freed after GP #2
+//   void uninit(streaming_session& s, rcubatch::batch& b) noexcept {
+//     for (fib_route* r : s.routes) { fib.unlink(r); b.retire(r); }   // freed after GP #2
 //   }
+//   (compiled in tests/header_examples_test.cpp)
 //
 // A batch is created by rollback_many and lives on its stack; hooks get it by reference. It is
 // one type whatever the flavor and the object types, so hooks can be ordinary functions defined

@@ -3,7 +3,8 @@
 //   using F = rcubatch::counting_flavor<struct my_test_tag>;   // counters private to the tag
 //   rcubatch::grace_domain<F> domain;
 //   auto stats = rcubatch::rollback_many(queue, policy, domain);
-//   EXPECT_EQ(F::synchronizes(), 2);
+//   EXPECT_EQ(F::synchronizes(), 2u);
+//   (compiled in tests/header_examples_test.cpp)
 //
 // It lets a test assert exact grace-period counts ("this batch costs 2 GPs whatever N") without
 // timing anything. It provides no real RCU protection: use it only where no other thread reads.
@@ -26,10 +27,11 @@
 #include <vector>
 
 #include "rcubatch/flavor.hpp"
+#include "rcubatch/fwd.hpp"
 
 namespace rcubatch {
 
-template <class Tag = void>
+template <class Tag>  // default (void): fwd.hpp
 struct counting_flavor {
   static constexpr std::string_view name = "counting";
   static constexpr bool quiescent_state_based = false;

@@ -9,6 +9,7 @@
 //     hash_.unlink(m.mac_node);
 //     rcubatch::synchronize_unless_dismantling(m, domain_);   // free wait during a batch
 //   }
+//   (compiled in tests/header_examples_test.cpp)
 //
 // Each skipped GP is counted in the batch's stats (dismantle_elided) and the domain's. The dismantle
 // flag is not stored per object: it is derived through the queue the object sits in, and it turns

@@ -1,11 +1,14 @@
 // rcubatch/grace_domain.hpp — grace periods for one flavor: counted, coalesced, with cookies.
 //
 //   rcubatch::grace_domain<> domain;          // usually one per registry
-//   unlink(obj);
+//   slot.store(nullptr);                      // unlink: readers cannot find obj any more
 //   auto cookie = domain.snapshot();          // "a GP that starts after now"
-//   ...                                       // other work; maybe another thread runs a GP
-//   domain.wait_for(cookie);                  // blocks only if no such GP has ended yet
+//   domain.synchronize();                     // other work; here another caller's GP
+//   const bool waited = domain.wait_for(cookie);  // false: that GP ended after the snapshot
 //   delete obj;
+//   (compiled in tests/header_examples_test.cpp)
+//
+// wait_for blocks only if no GP that started after the snapshot has ended yet.
 //
 // liburcu 0.13.2 has no polling API (start_poll/poll_state arrived in 0.14), so the domain keeps
 // its own sequence number, advanced only by its own synchronize(): even = idle, odd = a GP in
@@ -55,6 +58,7 @@
 
 #include "rcubatch/detail/tsan.hpp"
 #include "rcubatch/flavor.hpp"
+#include "rcubatch/fwd.hpp"
 #include "rcubatch/misuse.hpp"
 
 namespace rcubatch {

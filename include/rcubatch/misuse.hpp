@@ -6,9 +6,11 @@
 // these and for its own contract violations, and reacts with the process-wide policy:
 //
 //   rcubatch::set_misuse_policy(rcubatch::misuse_policy::report);
-//   rcubatch::set_misuse_reporter([&log](rcubatch::misuse_kind k, std::string_view m) noexcept {
-//     log.push_back(m);                        // a callable with state: kept by reference
-//   });
+//   auto reporter = [&log](rcubatch::misuse_kind, std::string_view m) noexcept {
+//     log.emplace_back(m);                      // a callable with state: kept by reference
+//   };
+//   rcubatch::set_misuse_reporter(reporter);
+//   (compiled in tests/header_examples_test.cpp)
 //
 // - throw_error (default): throw rcubatch::misuse_error before anything is changed. In a context
 //   that cannot throw (a noexcept hook's callee, a destructor) it reports instead, as `report`.

@@ -3,9 +3,13 @@
 //   rcubatch::thread_registration<> reg;          // once per reader thread, for its lifetime
 //   {
 //     rcubatch::read_guard<> guard;               // read-side section
-//     device* d = table.lookup(name);             // d stays valid until the guard ends
+//     device* d = slot.load(std::memory_order_acquire);  // d stays valid until the guard ends
+//     use(*d);
 //   }
+//
+//   rcubatch::thread_registration<rcubatch::flavor::qsbr> qsbr_reg;   // a qsbr reader thread
 //   rcubatch::quiescent_state<rcubatch::flavor::qsbr>();   // qsbr readers: announce often
+//   (compiled in tests/header_examples_test.cpp)
 //
 // Thread safety / memory ordering: a read_guard pins every object reachable when it began until
 // it ends; publish pointers with std::atomic release stores and read them with acquire loads
@@ -51,6 +55,7 @@
 
 #include "rcubatch/detail/tsan.hpp"
 #include "rcubatch/flavor.hpp"
+#include "rcubatch/fwd.hpp"
 #include "rcubatch/misuse.hpp"
 
 namespace rcubatch {
@@ -211,7 +216,7 @@ class thread_registration {
 /// Requires: not inside a read_guard<Flavor>: diagnosed as blocking_in_read_section (a pointer read
 /// in the guard would lose protection) under the policy; under report nothing is announced.
 /// Throws: misuse_error under throw_error on that misuse. Complexity: O(1). Blocking: never.
-template <class Flavor = default_flavor>
+template <class Flavor>  // default: fwd.hpp
 void quiescent_state() {
   const auto& self = detail::reader<Flavor>;
   if (self.read_depth > 0) {
@@ -228,7 +233,7 @@ void quiescent_state() {
 
 /// QSBR: takes the thread offline for a scope (blocking, sleeping); online again at the end.
 /// Scopes nest: only the outermost one goes offline and comes back online. No-op for other flavors.
-template <class Flavor = default_flavor>
+template <class Flavor>  // default: fwd.hpp
 class offline_scope {
  public:
   /// Effects: the outermost scope takes the thread offline: grace periods stop waiting for it.

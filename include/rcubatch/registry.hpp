@@ -6,13 +6,16 @@
 //   rcubatch::registry<rcubatch::indexed<session, by_id, by_name>> sessions;
 //
 //   if (!sessions.add(*s)) delete s;                    // false: its id or name is taken
+//   for (session* d : doomed) sessions.add(*d);
+//   sessions.add(*last);
 //   {
 //     rcubatch::read_guard<> guard;                     // readers
 //     if (session* found = sessions.find<by_name>(guard, "alice")) use(*found);
 //   }
 //   sessions.unregister(*s);                            // 1 or 2 grace periods, then delete
 //   sessions.unregister_many(doomed);                   // ≤ 2 grace periods, whatever the size
-//   sessions.unregister_with([&](auto& q) { dellink(*s, q); });  // fill the queue yourself
+//   sessions.unregister_with([&](auto& q) { q.push(*last); });  // fill the queues yourself
+//   (compiled in tests/header_examples_test.cpp)
 //
 // Several object types in one registry, one policy each, all in every batch (a session's notify
 // queues its streams, which go in the same batch at no extra grace period):
@@ -20,6 +23,7 @@
 //     void notify(session& s, rcubatch::batch& b) noexcept { for (stream* st : s.streams) b.queue(*st); }
 //   };
 //   rcubatch::registry<session_policy, rcubatch::indexed<stream, stream_by_id>> table;
+//   (compiled in tests/header_examples_test.cpp)
 //
 // What it is: a basic_registry<Flavor, Lockable, Policies...> owns a Lockable (std::mutex for
 // `registry`), refers to a grace_domain<Flavor> (default_domain<Flavor>() unless given one) and
@@ -82,7 +86,7 @@ namespace rcubatch {
 /// lives in static storage with no destructor call (it holds no resource but a mutex and counters).
 /// (It would belong in grace_domain.hpp; it is here because that header is not this change's.)
 /// Throws: nothing. Complexity: O(1). Blocking: never. Thread safety: any thread, concurrently.
-template <class Flavor = default_flavor>
+template <class Flavor>  // default: fwd.hpp
 grace_domain<Flavor>& default_domain() noexcept {
   union immortal {
     immortal() noexcept : domain() {}
@@ -474,8 +478,7 @@ class basic_registry {
   std::tuple<Policies...> policies_;
 };
 
-/// The common spelling: the default flavor, a std::mutex.
-template <class... Policies>
-using registry = basic_registry<default_flavor, std::mutex, Policies...>;
+// `registry<Policies...>`, the common spelling (the default flavor, a std::mutex), is defined in
+// fwd.hpp, so that code including only fwd.hpp can name it.
 
 }  // namespace rcubatch

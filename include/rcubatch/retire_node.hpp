@@ -2,9 +2,15 @@
 //
 //   struct route : rcubatch::retire_node {
 //     route() { dispose = [](rcubatch::retire_node* n) noexcept { delete static_cast<route*>(n); }; }
+//     ~route() { ++routes_freed; }
 //   };
-//   b.retire(*r);                 // in uninit, after unlinking r: no allocation
-//   b.retire_with(session, *r);   // disposed right after `session` is destroyed
+//   (compiled in tests/header_examples_test.cpp)
+//
+//   void uninit(routed_session& s, rcubatch::batch& b) noexcept {   // a policy's hook
+//     b.retire(*s.fib_route);            // after unlinking it: no allocation
+//     b.retire_with(s, *s.cache_route);  // disposed right after `s` is destroyed
+//   }
+//   (compiled in tests/header_examples_test.cpp)
 //
 // The hook is safe_link: a node knows whether it is retired, so retiring it twice is diagnosed
 // (misuse_kind::retired_twice) instead of linking it to itself and disposing it twice.

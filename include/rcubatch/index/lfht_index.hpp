@@ -8,12 +8,15 @@
 //                                        rcubatch::key_member<&session::name>>;
 //   by_name index;                                        // default flavor, grows as it fills
 //
+//   auto* s = new session;
+//   s->name = "alice";
 //   index.add_unique(*s);                  // writer: false if the name is taken
 //   {
 //     rcubatch::read_guard<> guard;        // reader
 //     if (session* found = index.find("alice")) use(*found);  // valid until the guard ends
 //   }
 //   index.unlink(*s);                      // writer; free s only after a grace period
+//   (compiled in tests/header_examples_test.cpp)
 //
 // A multi-index (several objects per key, e.g. routes of one prefix in different tables): link
 // with add() instead of add_unique(), and visit a key's objects with for_each_equal(key, f).
@@ -64,6 +67,7 @@
 
 #include "rcubatch/annotate.hpp"
 #include "rcubatch/flavor.hpp"  // the liburcu flavor headers must precede rculfhash.h
+#include "rcubatch/fwd.hpp"
 #include "rcubatch/misuse.hpp"
 #include "rcubatch/read_guard.hpp"
 
@@ -231,8 +235,8 @@ namespace detail {
 }
 }  // namespace detail
 
-template <class T, lfht_hook<T> T::*Hook, class KeyOf, class Flavor = default_flavor,
-          class Hash = lfht_hash, class KeyEqual = std::equal_to<>>
+/// Defaults (fwd.hpp): Flavor = default_flavor, Hash = lfht_hash, KeyEqual = std::equal_to<>.
+template <class T, lfht_hook<T> T::*Hook, class KeyOf, class Flavor, class Hash, class KeyEqual>
 class lfht_index {
   static constexpr bool kRuntimeFlavor = std::is_same_v<Flavor, lfht_runtime_flavor>;
   static_assert(kRuntimeFlavor || lfht_flavor<Flavor>,

@@ -1,0 +1,63 @@
+# ctest: the code examples in the header comments are excerpts of a compiled test. In every header
+# under ROOT/include, a comment line `//   (compiled in tests/header_examples_test.cpp)` closes an
+# example: the lines right above it that start with `//   ` (and the bare `//` lines between them,
+# as blank lines) must occur, in that order and consecutively, in ROOT/tests/header_examples_test.cpp (each line compared with its leading and
+# trailing blanks stripped, so the test may indent it). Fails naming the header and the example.
+# (';', '[' and ']' are escaped first: CMake lists would split or group on them.)
+cmake_minimum_required(VERSION 3.25)
+set(marker "(compiled in tests/header_examples_test.cpp)")
+
+# <path> -> a list of its lines, escaped.
+function(read_lines path out)
+  file(READ "${path}" text)
+  string(REPLACE ";" "<semicolon>" text "${text}")
+  string(REPLACE "[" "<lbracket>" text "${text}")
+  string(REPLACE "]" "<rbracket>" text "${text}")
+  string(REPLACE "\n" ";" text "${text}")
+  set(${out} "${text}" PARENT_SCOPE)
+endfunction()
+
+read_lines("${ROOT}/tests/header_examples_test.cpp" test_lines)
+set(test_text "\n")
+foreach(line IN LISTS test_lines)
+  string(STRIP "${line}" line)
+  string(APPEND test_text "${line}\n")
+endforeach()
+
+file(GLOB_RECURSE headers "${ROOT}/include/*.hpp")
+list(SORT headers)
+set(count 0)
+foreach(header IN LISTS headers)
+  read_lines("${header}" lines)
+  set(example "")
+  foreach(line IN LISTS lines)
+    string(STRIP "${line}" stripped)
+    if(stripped STREQUAL "//   ${marker}")
+      if(example STREQUAL "")
+        message(FATAL_ERROR "${header}: '${marker}' follows no `//   ` example line")
+      endif()
+      string(FIND "${test_text}" "\n${example}" found)
+      if(found EQUAL -1)
+        string(REPLACE "<semicolon>" ";" shown "${example}")
+        string(REPLACE "<lbracket>" "[" shown "${shown}")
+        string(REPLACE "<rbracket>" "]" shown "${shown}")
+        message(FATAL_ERROR "${header}: this example is not in tests/header_examples_test.cpp verbatim "
+                            "(line by line, blanks at either end ignored):\n${shown}")
+      endif()
+      math(EXPR count "${count} + 1")
+      set(example "")
+    elseif(stripped STREQUAL "//" AND NOT example STREQUAL "")
+      string(APPEND example "\n")  # a blank line inside an example: the test has one there too
+    elseif(line MATCHES "^//   ")
+      string(SUBSTRING "${line}" 5 -1 code)
+      string(STRIP "${code}" code)
+      string(APPEND example "${code}\n")
+    else()
+      set(example "")
+    endif()
+  endforeach()
+endforeach()
+if(count EQUAL 0)
+  message(FATAL_ERROR "no header example is marked '${marker}': nothing checked")
+endif()
+message(STATUS "${count} header example(s) found verbatim in tests/header_examples_test.cpp")
