@@ -70,7 +70,7 @@ namespace detail {
 
 /// The drain of one batch, across its lanes. The lanes' first pass (rollback_many.hpp) destroys
 /// what is free at once and counts the rest in `held`; wait() then destroys each as it is freed.
-class ref_drain final : public ref_release_listener {
+class ref_drain final : public drain_listener {
   using clock = std::chrono::steady_clock;
 
  public:
@@ -125,12 +125,12 @@ class ref_drain final : public ref_release_listener {
     }
   }
 
-  /// The last put() of a draining object: chains it for wait(). Any thread.
-  void released(void* owner) noexcept override {
-    auto* r = static_cast<registrable_base*>(owner);
+  /// The last put() of a draining object (found through the object's queue): chains it for
+  /// wait(). Any thread.
+  void released(registrable_base& r) noexcept override {
     std::lock_guard lock(mutex_);
-    registrable_access::drained_next(*r) = ready_;
-    ready_ = r;
+    registrable_access::drained_next(r) = ready_;
+    ready_ = &r;
     cv_.notify_one();  // under the lock: once we unlock, the drain may finish and this object die
   }
 

@@ -204,7 +204,10 @@ class typed_lane : public lane_base {
   /// here each one's lane, batch and dismantle flag are found through the queue.
   void start(bool dismantle) noexcept { access::set_running(queue(), this, dismantle); }
   /// After the drain: the queue is empty again and free for the next batch.
-  void finish() noexcept { access::set_running(queue(), nullptr, false); }
+  void finish() noexcept {
+    access::set_running(queue(), nullptr, false);
+    access::set_drain(queue(), nullptr);
+  }
 
   bool has_new() const noexcept { return after(unlisted_) != const_cast<typed_lane*>(this)->objects().end(); }
 
@@ -273,18 +276,19 @@ class typed_lane : public lane_base {
   /// object between the two, as nobody holds it and no reader can reach it after the last GP).
   void drain_scan(ref_drain& d, bool writers_may_race) noexcept {
     registrable_list& objs = objects();
+    access::set_drain(queue(), &d);  // before any count is marked: the last put() finds d this way
     using rev = registrable_list::reverse_iterator;
     prefetcher<rev> ahead(objs.rbegin(), objs.rend());
     for (auto it = objs.end(); it != objs.begin();) {
       ahead.step();
       registrable_base& r = *--it;
-      if (r.refs().try_drain_unheld()) {
+      if (access::try_drain_unheld(r)) {
         it = objs.erase(it);
         release(r, writers_may_race);
         continue;
       }
       access::set_state(r, reg_state::unregistered);
-      if (r.refs().begin_drain(&d, &r)) {  // its last holder let go since the check
+      if (access::begin_drain(r)) {  // its last holder let go since the check
         it = objs.erase(it);
         release(r, writers_may_race);
       } else {
