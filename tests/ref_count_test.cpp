@@ -101,6 +101,31 @@ TEST(ref_count, only_the_last_put_after_the_drain_began_notifies_once) {
   EXPECT_EQ(d.rec.released_objects[0], static_cast<detail::registrable_base*>(&d.obj));
 }
 
+TEST(ref_count, the_last_put_leaves_the_object_to_the_drain_until_the_drain_marks_it_told) {
+  // The drain destroys only told objects: the put's own last use of the object (finding the drain
+  // through it) comes before the told mark, which the drain's released() sets under its lock.
+  scoped_misuse_policy p(misuse_policy::report, [](misuse_kind, std::string_view) noexcept {});
+  draining_object d;
+  d.obj.refs().hold();
+  EXPECT_FALSE(access::begin_drain(d.obj));
+  EXPECT_FALSE(access::drained_and_told(d.obj));
+  d.obj.refs().put();  // this recorder does not mark it told
+  ASSERT_EQ(d.rec.released_objects.size(), 1u);
+  EXPECT_FALSE(access::drained_and_told(d.obj)) << "not told yet: a rescan must not destroy it";
+  const unsigned long before = misuse_count(misuse_kind::hold_after_drain);
+  d.obj.refs().hold();  // count 0 and draining: refused, told or not
+  EXPECT_EQ(misuse_count(misuse_kind::hold_after_drain), before + 1);
+  access::mark_told(d.obj);
+  EXPECT_TRUE(access::drained_and_told(d.obj));
+  d.obj.refs().hold();
+  EXPECT_EQ(misuse_count(misuse_kind::hold_after_drain), before + 2);
+  EXPECT_TRUE(access::drained_and_told(d.obj)) << "a refused hold leaves the told count as it was";
+  EXPECT_EQ(d.obj.refs().count(), 0u);
+  d.obj.refs().put();  // underflow: changes nothing, tells nobody again
+  EXPECT_EQ(d.rec.released_objects.size(), 1u);
+  EXPECT_TRUE(access::drained_and_told(d.obj));
+}
+
 TEST(ref_count, the_last_put_finds_the_drain_of_its_own_objects_queue) {
   draining_object a, b;  // two queues, two drains
   a.obj.refs().hold();

@@ -94,8 +94,9 @@ class lane_base {
     registrable_access::set_owner(r, queue_);
   }
 
-  /// Destroys one object whose references drained (the drain's slow path).
-  virtual void release_held(registrable_base& r) noexcept = 0;
+  /// Destroys every object of this lane whose count drained and told the drain (the drain's
+  /// rescan, newest first); returns how many. Complexity: O(objects still held in this lane).
+  virtual std::size_t release_told() noexcept = 0;
   /// The policy's rebroadcast and the stall line, for an object still held.
   virtual void rebroadcast(registrable_base& r) noexcept = 0;
   virtual bool has_rebroadcast() const noexcept = 0;

@@ -7,7 +7,10 @@
 // The registry's own link is not counted: a registered object with no holders has count 0. When a
 // batch starts draining it sets a flag bit in the same word; the put that brings the count to zero
 // with that bit set is the one that notifies — no polling, and no lost wake-up, because the flag
-// and the count change in one atomic word.
+// and the count change in one atomic word. Telling the drain sets a second bit (kTold), under the
+// drain's lock, after the put's last use of the object: the drain destroys an object only once it
+// reads that bit, so it may find its ready objects by rescanning them (ref_drain.hpp) and the
+// putter never touches a destroyed object.
 //
 // A ref_count exists only inside a registrable<T> (registrable.hpp): it stores no pointer to its
 // drain. The last put() finds the drain through its object: the object's queue (kept until the
@@ -44,6 +47,8 @@ inline void last_put_of_draining(ref_count& refs) noexcept;
 
 class ref_count {
   static constexpr std::uint64_t kDraining = std::uint64_t{1} << 63;
+  static constexpr std::uint64_t kTold = std::uint64_t{1} << 62;  // the drain was told: count 0 for good
+  static constexpr std::uint64_t kCount = kTold - 1;
 
  public:
   ref_count(const ref_count&) = delete;
@@ -56,7 +61,7 @@ class ref_count {
   /// any thread.
   void hold() noexcept {
     const std::uint64_t old = word_.fetch_add(1, std::memory_order_relaxed);
-    if (old == kDraining) {
+    if ((old & ~kTold) == kDraining) {
       // Refuse: keeping the reference would make its put() notify a drain that already finished.
       word_.fetch_sub(1, std::memory_order_relaxed);
       detail::diagnose_noexcept(misuse_kind::hold_after_drain,
@@ -75,20 +80,20 @@ class ref_count {
   void put() noexcept {
     std::uint64_t old = word_.load(std::memory_order_relaxed);
     do {
-      if ((old & ~kDraining) == 0) {
+      if ((old & kCount) == 0) {
         detail::diagnose_noexcept(misuse_kind::ref_underflow, "put() without a matching hold()");
         return;
       }
     } while (!word_.compare_exchange_weak(old, old - 1, std::memory_order_acq_rel, std::memory_order_relaxed));
     // The drain published the way to itself (the object's queue, its drain) before setting
     // kDraining; our acq_rel RMW saw the bit, so we see it. The object cannot be destroyed
-    // before the drain is told.
+    // before the drain is told (kTold, set by the drain's released() under its lock).
     if (old == (kDraining | 1)) detail::last_put_of_draining(*this);
   }
 
   /// Returns: the current number of holders (a snapshot; exact only when nobody holds or puts
   /// concurrently). Complexity: one acquire load.
-  std::uint64_t count() const noexcept { return word_.load(std::memory_order_acquire) & ~kDraining; }
+  std::uint64_t count() const noexcept { return word_.load(std::memory_order_acquire) & kCount; }
 
  private:
   friend class detail::counted_base;
@@ -124,7 +129,18 @@ class ref_count {
     }
     // acq_rel: publishes the way to the drain to the last put(), which reads this RMW's value.
     const std::uint64_t old = word_.fetch_or(kDraining, std::memory_order_acq_rel);
-    return (old & ~kDraining) == 0;
+    return (old & kCount) == 0;
+  }
+
+  /// For the drain's released(), told by the last put(), under the drain's lock: marks the count
+  /// as told. The putter's last use of the object is before this; an RMW, so a racing (misuse,
+  /// refused) hold's increment and undo are not lost. Release: pairs with drained_and_told().
+  void mark_told() noexcept { word_.fetch_or(kTold, std::memory_order_release); }
+
+  /// For the drain's rescan: true once the last put() told the drain (count 0 for good; the
+  /// putter is done with the object). Acquire: everything every holder did is visible.
+  bool drained_and_told() const noexcept {
+    return word_.load(std::memory_order_acquire) == (kDraining | kTold);
   }
 
   std::atomic<std::uint64_t> word_{0};

@@ -18,12 +18,11 @@
 // its queue, which a running batch works on in place (the flag turns on for the whole batch at once). All of that is private: the intrusive hook is a member, not
 // a base, so a user type gains no unlink() or swap_nodes() that could corrupt a running batch.
 //
-// Size: 64 bytes on x86-64 (g++ 12, 2026-12-01; 80 before its ref_count dropped its listener and
-// owner pointers, 88 before its lane pointer and dismantle flag became derived through its
-// queue): ref_count 8 (one word: count and draining mark), list hook 16, state 1 (+7), queue 8,
-// the drain's ready chain 8, parent edge 8, tied retirees 8. Issue 13's goal of 32 (an slist
-// hook, one word packing state, draining mark and count, the drain rescanning its held objects,
-// tied retirees kept by the batch) is not reached yet.
+// Size: 56 bytes on x86-64 (g++ 12, 2026-12-01; 88 with a per-object lane pointer and dismantle
+// flag, 80 with a 24-byte ref_count, 64 with the drain's ready chain): ref_count 8 (one word:
+// count, draining and told marks), list hook 16, state 1 (+7), queue 8, parent edge 8, tied
+// retirees 8. Issue 13's goal of 32 (an slist hook, one word packing state and count, tied
+// retirees kept by the batch) is not reached yet.
 //
 // One registrable base per object: a type that derives from registrable<A> and registrable<B>
 // is refused wherever rcubatch looks for the base (registrable_type_t).
@@ -158,7 +157,6 @@ class registrable_base : private counted_base {
   // destroy returns. Atomic (relaxed): a writer in another batch may read it while this batch's
   // drain runs without the writer lock (a cascade reaching it, unlock_during_waits).
   std::atomic<queue_base*> owner_{nullptr};
-  registrable_base* drained_next_ = nullptr; // the ref drain's ready chain (no allocation on put)
   // The object that queued it as a dependent (it holds a reference on that parent until it is
   // destroyed), or kParentGone once it was destroyed. Atomic: a writer in another batch may
   // record itself as parent while this object's own drain releases it (unlock_during_waits).
@@ -260,12 +258,13 @@ struct registrable_access {
   /// The drain side of an object's count (ref_count's private half).
   static bool try_drain_unheld(registrable_base& o) noexcept { return o.refs().try_drain_unheld(); }
   static bool begin_drain(registrable_base& o) noexcept { return o.refs().begin_drain(); }
+  static void mark_told(registrable_base& o) noexcept { o.refs().mark_told(); }
+  static bool drained_and_told(const registrable_base& o) noexcept { return o.refs().drained_and_told(); }
   /// The object a count lives in (a count exists only as counted_base::refs_).
   static registrable_base& of(ref_count& refs) noexcept {
     static_assert(std::is_standard_layout_v<counted_base>, "the count must be pointer-interconvertible with its base");
     return static_cast<registrable_base&>(*reinterpret_cast<counted_base*>(&refs));
   }
-  static registrable_base*& drained_next(registrable_base& o) noexcept { return o.drained_next_; }
   static std::atomic<registrable_base*>& parent(registrable_base& o) noexcept { return o.parent_; }
   static retire_chain& tied(registrable_base& o) noexcept { return o.tied_; }
   static bool is_linked(const registrable_base& o) noexcept { return o.hook_.is_linked(); }
@@ -280,8 +279,8 @@ using registrable_list = registrable_access::list;
 }  // namespace detail
 
 /// The last put() of a draining count: object → its queue (kept until its destroy returns) → the
-/// drain of the batch running on it. The object stays alive until released() returns (the drain
-/// destroys only what it was told about), so reading its queue here is safe.
+/// drain of the batch running on it. The object stays alive until released() marks it told (the
+/// drain destroys only told objects), so reading its queue here is safe.
 inline void detail::last_put_of_draining(ref_count& refs) noexcept {
   registrable_base& obj = registrable_access::of(refs);
   registrable_access::drain_of(*registrable_access::owner(obj))->released(obj);

@@ -297,9 +297,20 @@ class typed_lane : public lane_base {
     }
   }
 
-  void release_held(registrable_base& r) noexcept override {
-    objects().erase(objects().iterator_to(r));
-    release(r, true);  // the slow path: the locked exchange costs nothing here
+  /// The drain's rescan: only held objects are left in the list after drain_scan. Newest first,
+  /// so a dependent's destroy, which puts its parent's last reference, frees a parent queued
+  /// before it in the same scan.
+  std::size_t release_told() noexcept override {
+    std::size_t released = 0;
+    registrable_list& objs = objects();
+    for (auto it = objs.end(); it != objs.begin();) {
+      registrable_base& r = *--it;
+      if (!access::drained_and_told(r)) continue;
+      it = objs.erase(it);
+      release(r, true);  // the slow path: the locked exchange costs nothing here
+      ++released;
+    }
+    return released;
   }
   void rebroadcast(registrable_base& r) noexcept override { hooks_.rebroadcast(access::downcast<T>(r)); }
   bool has_rebroadcast() const noexcept override { return hooks_type::has_rebroadcast; }
