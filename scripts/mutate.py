@@ -68,7 +68,7 @@ MUTANTS = [
     ("dismantle_elision_no_gp2", BA,
      "    ++stats_.dismantle_elided;\n    note_unlinked();", "    ++stats_.dismantle_elided;", W),
     ("retire_with_disposed_untied", BA,
-     "    access::tied(r).push_front(node);", "    retired_.push_back(node);", W),
+     "    tie(r, node);", "    retired_.push_back(node);", W),
     ("tied_disposed_before_destroy", RM,
      "    hooks_.destroy(&access::downcast<T>(r));\n    dispose_all(tied);",
      "    dispose_all(tied);\n    hooks_.destroy(&access::downcast<T>(r));", W),

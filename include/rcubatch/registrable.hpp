@@ -13,16 +13,17 @@
 //   unregistered  → released          rollback_many, right before the policy's destroy hook
 //
 // It also carries the reference count (ref_count.hpp: a ref_count exists only here) and the bookkeeping a batch needs (the queue
-// it sits in, the object that queued it as a dependent, the sub-objects retired with it). Its
+// it sits in, the object that queued it as a dependent, and one bit saying that sub-objects were
+// retired with it: the batch keeps those, batch::retire_with). Its
 // batch and its dismantle flag (dismantle.hpp) are not stored per object: they are derived through
 // its queue, which a running batch works on in place (the flag turns on for the whole batch at once). All of that is private: the intrusive hook is a member, not
 // a base, so a user type gains no unlink() or swap_nodes() that could corrupt a running batch.
 //
-// Size: 56 bytes on x86-64 (g++ 12, 2026-12-01; 88 with a per-object lane pointer and dismantle
-// flag, 80 with a 24-byte ref_count, 64 with the drain's ready chain): ref_count 8 (one word:
-// count, draining and told marks), list hook 16, state 1 (+7), queue 8, parent edge 8, tied
-// retirees 8. Issue 13's goal of 32 (an slist hook, one word packing state and count, tied
-// retirees kept by the batch) is not reached yet.
+// Size: 48 bytes on x86-64 (g++ 12, 2026-12-01; 88 with a per-object lane pointer and dismantle
+// flag, 80 with a 24-byte ref_count, 64 with the drain's ready chain, 56 with its own list of
+// tied retirees): ref_count 8 (one word: count, draining and told marks), list hook 16, state 1
+// (+7; a bit of it says whether retirees are tied to it), queue 8, parent edge 8. Issue 13's goal
+// of 32 (an slist hook, one word packing state and count) is not reached yet.
 //
 // One registrable base per object: a type that derives from registrable<A> and registrable<B>
 // is refused wherever rcubatch looks for the base (registrable_type_t).
@@ -44,7 +45,6 @@
 #include "rcubatch/fwd.hpp"
 #include "rcubatch/misuse.hpp"
 #include "rcubatch/ref_count.hpp"
-#include "rcubatch/retire_node.hpp"
 
 namespace rcubatch {
 
@@ -101,7 +101,7 @@ class registrable_base : private counted_base {
 
   /// Effects: the object's registration state. Thread safety: any thread (acquire load).
   reg_state state() const noexcept {
-    return static_cast<reg_state>(state_.load(std::memory_order_acquire) & ~kReleasedDismantling);
+    return static_cast<reg_state>(state_.load(std::memory_order_acquire) & kStateBits);
   }
 
   /// Effects: true from the moment its batch starts (when the batch marks dismantling:
@@ -152,6 +152,9 @@ class registrable_base : private counted_base {
   // A reg_state; on release, kReleasedDismantling records that its batch marked dismantling (the
   // queue that says so may be gone once the batch returns; the object may outlive it).
   static constexpr unsigned char kReleasedDismantling = 0x80;
+  // Set while its batch keeps sub-objects tied to it (batch::retire_with); transitions keep it.
+  static constexpr unsigned char kHasTied = 0x40;
+  static constexpr unsigned char kStateBits = 0x3f;
   std::atomic<unsigned char> state_{static_cast<unsigned char>(reg_state::uninitialized)};
   // The queue it sits in; through it, its running batch's lane (queue_base::lane). Kept until its
   // destroy returns. Atomic (relaxed): a writer in another batch may read it while this batch's
@@ -161,7 +164,6 @@ class registrable_base : private counted_base {
   // destroyed), or kParentGone once it was destroyed. Atomic: a writer in another batch may
   // record itself as parent while this object's own drain releases it (unlock_during_waits).
   std::atomic<registrable_base*> parent_{nullptr};
-  retire_chain tied_;                        // sub-objects disposed right after this object
 };
 
 /// Finds T in `registrable<T>`, the one registrable base of U (overload resolution does the
@@ -229,10 +231,22 @@ inline registrable_base* const kParentGone = reinterpret_cast<registrable_base*>
 struct registrable_access {
   using list = queue_base::list_type;
 
+  /// A plain load and store (only the batch's thread writes a batch object's state), keeping
+  /// the has-tied bit.
   static void set_state(registrable_base& o, reg_state s) noexcept {
-    o.state_.store(static_cast<unsigned char>(s), std::memory_order_release);
+    const unsigned char keep = o.state_.load(std::memory_order_relaxed) & registrable_base::kHasTied;
+    o.state_.store(static_cast<unsigned char>(keep | static_cast<unsigned char>(s)), std::memory_order_release);
   }
-  /// → released, remembering whether its batch marked dismantling (dismantling() stays true).
+  /// Whether the batch keeps sub-objects tied to it (cleared on release).
+  static bool has_tied(const registrable_base& o) noexcept {
+    return (o.state_.load(std::memory_order_relaxed) & registrable_base::kHasTied) != 0;
+  }
+  static void set_has_tied(registrable_base& o) noexcept {
+    o.state_.store(static_cast<unsigned char>(o.state_.load(std::memory_order_relaxed) | registrable_base::kHasTied),
+                   std::memory_order_release);
+  }
+  /// → released, remembering whether its batch marked dismantling (dismantling() stays true);
+  /// clears the has-tied bit (read it before).
   static void set_released(registrable_base& o, bool dismantling) noexcept {
     o.state_.store(static_cast<unsigned char>(static_cast<unsigned char>(reg_state::released) |
                                               (dismantling ? registrable_base::kReleasedDismantling : 0)),
@@ -266,7 +280,6 @@ struct registrable_access {
     return static_cast<registrable_base&>(*reinterpret_cast<counted_base*>(&refs));
   }
   static std::atomic<registrable_base*>& parent(registrable_base& o) noexcept { return o.parent_; }
-  static retire_chain& tied(registrable_base& o) noexcept { return o.tied_; }
   static bool is_linked(const registrable_base& o) noexcept { return o.hook_.is_linked(); }
 
   /// registrable_base → T, for a T known to derive from registrable<T>.
@@ -289,7 +302,7 @@ inline void detail::last_put_of_draining(ref_count& refs) noexcept {
 inline bool detail::registrable_base::dismantling() const noexcept {
   const unsigned char raw = state_.load(std::memory_order_acquire);
   if (raw & kReleasedDismantling) return true;
-  const auto s = static_cast<reg_state>(raw);
+  const auto s = static_cast<reg_state>(raw & kStateBits);
   if (s == reg_state::released || s == reg_state::uninitialized) return false;
   const queue_base* q = owner_.load(std::memory_order_relaxed);
   return q != nullptr && q->running_lane() != nullptr && q->dismantling();

@@ -79,6 +79,7 @@
 #include <array>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <iterator>
 #include <tuple>
 #include <type_traits>
@@ -133,6 +134,9 @@ struct batch_access {
     b.current_parent_ = nullptr;
   }
   static void dispose_untied(batch& b) noexcept { dispose_all(b.retired_); }
+  static void take_tied_to(batch& b, const registrable_base& r, retire_fifo& group) noexcept {
+    b.take_tied_to(r, group);
+  }
   static void dispose_late(batch& b) noexcept { dispose_all(b.late_); }
   template <class Flavor>
   static batch make(lane_base* const* lanes, std::size_t n, grace_domain<Flavor>& d) noexcept {
@@ -339,11 +343,14 @@ class typed_lane : public lane_base {
   iterator after(iterator pos) noexcept { return pos == objects().end() ? objects().begin() : std::next(pos); }
   iterator after(iterator pos) const noexcept { return const_cast<typed_lane*>(this)->after(pos); }
 
-  /// The one way an object leaves a batch: destroyed, then its tied retirees, then the reference
+  /// The one way an object leaves a batch: destroyed, then its tied retirees (kept by the batch,
+  /// found by the object's address before its destroy), then the reference
   /// it held on its parent is put (which may free the parent in turn).
   /// The owner (the queue) is kept until destroy returns; being unlinked and released, the object
   /// no longer counts as in the queue (contains) nor in the batch (registrable_access::lane).
   void release(registrable_base& r, bool writers_may_race) noexcept {
+    retire_fifo tied;  // its retirees, kept by the batch: taken out while r still exists
+    if (access::has_tied(r)) batch_access::take_tied_to(owner_batch(), r, tied);  // before set_released clears the bit
     access::set_released(r, queue().dismantling());
     // Only a writer in another batch can set parent_ concurrently (batch::record_parent), and only
     // while this batch has released the lock; otherwise a plain load and store do, which keeps a
@@ -355,8 +362,6 @@ class typed_lane : public lane_base {
       parent = access::parent(r).load(std::memory_order_relaxed);
       access::parent(r).store(kParentGone, std::memory_order_relaxed);
     }
-    retire_chain tied;
-    tied.swap(access::tied(r));
     hooks_.destroy(&access::downcast<T>(r));
     dispose_all(tied);
     if (parent != nullptr) parent->refs().put();
