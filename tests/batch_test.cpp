@@ -130,6 +130,39 @@ TEST_F(batch_test, a_dependent_taken_from_a_callers_queue_joins_the_batch) {
   EXPECT_EQ(s.dependents_added, 1u);
 }
 
+TEST_F(batch_test, retire_with_disposes_each_owners_sub_objects_right_after_it_even_when_tied_out_of_order) {
+  // Every node ties one sub-object to itself, and every node but the first ties one more to the
+  // first node, so the first node's retirees are tied between other owners' (the batch keeps
+  // them, each owner's together, in the order they were tied).
+  struct policy : recording_policy {
+    static constexpr bool publishes_nothing() { return true; }
+    node* first = nullptr;
+    void tie(batch& b, node& owner, int id, const char* what) noexcept {
+      b.retire_with(owner, new sub_object{log, id}, [what](sub_object* s) noexcept {
+        s->log->push_back(std::string("sub:") + std::to_string(s->id) + what);
+        delete s;
+      });
+    }
+    bool uninit(node& n, batch& b) noexcept {
+      if (&n != first) tie(b, *first, n.id, "x");
+      tie(b, n, n.id, "a");
+      return false;
+    }
+  } p;
+  p.log = &log;
+  unreg_queue<node> q;
+  const std::vector<node*> nodes = make_registered(4);
+  p.first = nodes[0];
+  for (node* n : nodes) q.push(*n);
+  const batch_stats s = rollback_many(q, p, domain);
+  EXPECT_EQ(s.retired, 7u);
+  const std::vector<std::string> tail(log.end() - 11, log.end());
+  // Newest first (uninit and the drain); node 0's retirees in the order they were tied.
+  const std::vector<std::string> expected{"destroy:3", "sub:3a", "destroy:2", "sub:2a",      "destroy:1", "sub:1a",
+                                          "destroy:0", "sub:3x", "sub:2x",    "sub:1x", "sub:0a"};
+  EXPECT_EQ(tail, expected);
+}
+
 TEST_F(batch_test, retiring_the_same_node_twice_is_reported_and_disposes_it_once) {
   // normal_link used to link the node to itself and dispose it twice (a use-after-free).
   misuse_log seen;

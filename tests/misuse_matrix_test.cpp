@@ -171,13 +171,13 @@ struct ref_underflow : world {
   static std::string name() { return "ref_underflow"; }
   static std::string message() { return "put\\(\\) without a matching hold\\(\\)"; }
   static constexpr bool from_noexcept = true;  // under throw_error it reports
-  ref_count rc;
-  void misuse() override { rc.put(); }
+  node n;  // a registrable's count (a ref_count exists only inside one); never registered
+  void misuse() override { n.refs().put(); }
   void expect_refused(misuse_policy) override {
-    EXPECT_EQ(rc.count(), 0u);
-    rc.hold();
-    rc.put();
-    EXPECT_EQ(rc.count(), 0u);
+    EXPECT_EQ(n.refs().count(), 0u);
+    n.refs().hold();
+    n.refs().put();
+    EXPECT_EQ(n.refs().count(), 0u);
   }
 };
 

@@ -31,7 +31,8 @@ struct no_memory {
 
 TEST(misuse_out_of_memory, an_underflowing_put_is_reported_with_no_memory_left) {
   scoped_misuse_policy p(misuse_policy::report, &count_report);
-  ref_count r;
+  node n;  // a ref_count exists only inside a registrable object
+  ref_count& r = n.refs();
   g_reports = 0;
   {
     no_memory oom;

@@ -22,16 +22,23 @@
 //                       waiting for any holder.
 //   retire_with(owner, p [, d])
 //                       the same, but disposed right after `owner` (an object of this batch) is
-//                       destroyed: for sub-objects that holders of the owner may still use.
+//                       destroyed: for sub-objects that holders of the owner may still use. The
+//                       batch keeps them (the node records its owner), each owner's together, in
+//                       the order they were tied.
 //   note_unlinked()     a hook unlinked something readers can reach and frees it another way: the
 //                       second grace period is needed.
 //
 // Thread safety: only the thread running rollback_many touches the batch (hooks run there).
 // Complexity: queue, retire and note_unlinked are O(1) (queue: O(lanes) to find the lane);
-// retire(U*) allocates one small node (retire(retire_node&) allocates none).
+// retire(U*) allocates one small node (retire(retire_node&) allocates none). retire_with is O(1)
+// when the owner is new or was the last one tied to (retire_with(obj, ...) from obj's own hook),
+// else O(retirees tied so far); an owner's release finds its retirees in O(1) when owners are
+// released in the order they were first tied to (uninit and the drain both go newest first), else
+// in O(retirees still tied).
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <new>
 #include <type_traits>
@@ -95,8 +102,9 @@ class lane_base {
     registrable_access::set_owner(r, queue_);
   }
 
-  /// Destroys one object whose references drained (the drain's slow path).
-  virtual void release_held(registrable_base& r) noexcept = 0;
+  /// Destroys every object of this lane whose count drained and told the drain (the drain's
+  /// rescan, newest first); returns how many. Complexity: O(objects still held in this lane).
+  virtual std::size_t release_told() noexcept = 0;
   /// The policy's rebroadcast and the stall line, for an object still held.
   virtual void rebroadcast(registrable_base& r) noexcept = 0;
   virtual bool has_rebroadcast() const noexcept = 0;
@@ -201,6 +209,7 @@ class batch {
   /// left where it is.
   void retire(retire_node& node) noexcept {
     if (!accept_retiree(node)) return;
+    node.tied_to = 0;
     retired_.push_back(node);
   }
 
@@ -224,10 +233,11 @@ class batch {
       detail::diagnose_noexcept(misuse_kind::not_in_batch,
                                 "batch::retire_with: the owner is not an object of this batch; the sub-object "
                                 "is disposed after every object of the batch is destroyed");
+      node.tied_to = 0;
       late_.push_front(node);
       return;
     }
-    access::tied(r).push_front(node);
+    tie(r, node);
   }
 
   /// Effects: a hook unlinked something readers can reach (and frees it some other way): when
@@ -297,6 +307,50 @@ class batch {
     }
   }
 
+  static std::uintptr_t address_of(const detail::registrable_base& owner) noexcept {
+    return reinterpret_cast<std::uintptr_t>(&owner);
+  }
+
+  /// Keeps `node` with the other retirees of `owner`, in tied_ (each owner's retirees together).
+  void tie(detail::registrable_base& owner, retire_node& node) noexcept {
+    node.tied_to = address_of(owner);
+    if (!access::has_tied(owner)) {  // its first: a group of its own at the end
+      access::set_has_tied(owner);
+      tied_.push_back(node);
+      return;
+    }
+    if (tied_.back().tied_to == node.tied_to) {  // the common case: the last owner tied to again
+      tied_.push_back(node);
+      return;
+    }
+    auto last = tied_.begin();  // its group is elsewhere: insert after the group's last node
+    while (last->tied_to != node.tied_to) ++last;
+    for (auto n = std::next(last); n != tied_.end() && n->tied_to == node.tied_to; ++n) last = n;
+    tied_.insert_after(last, node);
+  }
+
+  /// Moves the retirees tied to `owner` into `group` (in tie order), right before its destroy.
+  /// Looks right after the group taken last first (owners are usually released in the order
+  /// their retirees were tied), else searches from the front.
+  void take_tied_to(const detail::registrable_base& r, detail::retire_fifo& group) noexcept {
+    const std::uintptr_t owner = address_of(r);
+    auto prev = tied_cursor_ != nullptr ? tied_.iterator_to(*tied_cursor_) : tied_.before_begin();
+    auto it = std::next(prev);
+    if (it == tied_.end() || it->tied_to != owner) {
+      prev = tied_.before_begin();
+      for (it = tied_.begin(); it != tied_.end() && it->tied_to != owner; ++it) prev = it;
+      if (it == tied_.end()) return;
+    }
+    for (auto n = std::next(prev); n != tied_.end() && n->tied_to == owner; n = std::next(prev)) {
+      retire_node& taken = *n;
+      tied_.erase_after(prev);
+      group.push_back(taken);
+    }
+    // The next group starts after prev, which stays in tied_ (taking prev's own group later moves
+    // the cursor to that group's predecessor): the cursor never dangles.
+    tied_cursor_ = prev == tied_.before_begin() ? nullptr : &*prev;
+  }
+
   bool accept_retiree(retire_node& node) noexcept {
     if (node.is_linked()) {
       detail::diagnose_noexcept(misuse_kind::retired_twice,
@@ -329,6 +383,8 @@ class batch {
   bool unlinked_after_gp1_ = false;       // something readers could reach was unlinked after GP #1
   detail::registrable_base* current_parent_ = nullptr;  // the object whose notify is running
   detail::retire_fifo retired_;           // untied: disposed right after the last grace period
+  detail::retire_fifo tied_;              // retire_with: each owner's together, disposed after it
+  retire_node* tied_cursor_ = nullptr;    // the node before the group expected next (nullptr: front)
   detail::retire_chain late_;             // retire_with an owner outside the batch: after the drain
   batch_stats stats_;
 };

@@ -1,4 +1,4 @@
-// rcubatch/ref_count.hpp — a reference count that can wake a waiting batch on its last put.
+// rcubatch/ref_count.hpp — the reference count every registrable object carries, one word.
 //
 //   obj.refs().hold();      // a holder (an in-flight packet, a cache) keeps obj alive
 //   ...
@@ -7,39 +7,50 @@
 // The registry's own link is not counted: a registered object with no holders has count 0. When a
 // batch starts draining it sets a flag bit in the same word; the put that brings the count to zero
 // with that bit set is the one that notifies — no polling, and no lost wake-up, because the flag
-// and the count change in one atomic word.
+// and the count change in one atomic word. Telling the drain sets a second bit (kTold), under the
+// drain's lock, after the put's last use of the object: the drain destroys an object only once it
+// reads that bit, so it may find its ready objects by rescanning them (ref_drain.hpp) and the
+// putter never touches a destroyed object.
 //
-// Thread safety: hold and put from any thread. begin_drain from the draining thread only.
+// A ref_count exists only inside a registrable<T> (registrable.hpp): it stores no pointer to its
+// drain. The last put() finds the drain through its object: the object's queue (kept until the
+// object's destroy returns) leads to the batch running on it and its drain (registrable.hpp,
+// detail::last_put_of_draining). That keeps the count at 8 bytes.
+//
+// Thread safety: hold and put from any thread. The drain side (registrable_access) from the
+// draining thread only.
 // Memory ordering: put releases, the drain acquires, so everything a holder did happens before
 // the object is destroyed.
 // Misuse: put without hold (underflow), or hold on an object whose count already drained to zero
 // (nothing can legitimately find it any more), are diagnosed.
-// Cost: hold = one relaxed fetch_add; put = one acq_rel fetch_sub. A single shared counter: it
+// Cost: hold = one relaxed fetch_add; put = one acq_rel CAS. A single shared counter: it
 // bounces between cores under heavy concurrent hold/put (the kernel uses per-CPU counters there).
 #pragma once
 
 #include <atomic>
 #include <cstdint>
-#include <string>
 
 #include "rcubatch/misuse.hpp"
 
 namespace rcubatch {
 
-/// Told when a draining count reaches zero. Implemented by the batch's ref drain.
-class ref_release_listener {
- public:
-  virtual void released(void* owner) noexcept = 0;
+class ref_count;
 
- protected:
-  ~ref_release_listener() = default;
-};
+namespace detail {
+class registrable_base;
+class counted_base;
+struct registrable_access;
+/// The slow path of the last put() of a draining count: finds the drain through the object and
+/// tells it. Defined in registrable.hpp (included at the end of this header).
+inline void last_put_of_draining(ref_count& refs) noexcept;
+}  // namespace detail
 
 class ref_count {
   static constexpr std::uint64_t kDraining = std::uint64_t{1} << 63;
+  static constexpr std::uint64_t kTold = std::uint64_t{1} << 62;  // the drain was told: count 0 for good
+  static constexpr std::uint64_t kCount = kTold - 1;
 
  public:
-  ref_count() = default;
   ref_count(const ref_count&) = delete;
   ref_count& operator=(const ref_count&) = delete;
 
@@ -50,7 +61,7 @@ class ref_count {
   /// any thread.
   void hold() noexcept {
     const std::uint64_t old = word_.fetch_add(1, std::memory_order_relaxed);
-    if (old == kDraining) {
+    if ((old & ~kTold) == kDraining) {
       // Refuse: keeping the reference would make its put() notify a drain that already finished.
       word_.fetch_sub(1, std::memory_order_relaxed);
       detail::diagnose_noexcept(misuse_kind::hold_after_drain,
@@ -69,19 +80,25 @@ class ref_count {
   void put() noexcept {
     std::uint64_t old = word_.load(std::memory_order_relaxed);
     do {
-      if ((old & ~kDraining) == 0) {
+      if ((old & kCount) == 0) {
         detail::diagnose_noexcept(misuse_kind::ref_underflow, "put() without a matching hold()");
         return;
       }
     } while (!word_.compare_exchange_weak(old, old - 1, std::memory_order_acq_rel, std::memory_order_relaxed));
-    // The drain wrote listener_/owner_ before setting kDraining; our acq_rel RMW saw the bit,
-    // so we see them. The object cannot be destroyed before released() is delivered.
-    if (old == (kDraining | 1)) listener_->released(owner_);
+    // The drain published the way to itself (the object's queue, its drain) before setting
+    // kDraining; our acq_rel RMW saw the bit, so we see it. The object cannot be destroyed
+    // before the drain is told (kTold, set by the drain's released() under its lock).
+    if (old == (kDraining | 1)) detail::last_put_of_draining(*this);
   }
 
   /// Returns: the current number of holders (a snapshot; exact only when nobody holds or puts
   /// concurrently). Complexity: one acquire load.
-  std::uint64_t count() const noexcept { return word_.load(std::memory_order_acquire) & ~kDraining; }
+  std::uint64_t count() const noexcept { return word_.load(std::memory_order_acquire) & kCount; }
+
+ private:
+  friend class detail::counted_base;
+  friend struct detail::registrable_access;
+  ref_count() = default;
 
   /// For the ref drain's fused step: if nobody holds the object, marks the count as draining
   /// (count 0) and returns true — the caller destroys it at once; otherwise changes nothing and
@@ -95,30 +112,42 @@ class ref_count {
   }
 
   /// For the ref drain, once per object: marks the count as draining. Returns true when it is
-  /// already zero (no holder will call the listener); otherwise the put() that reaches zero calls
-  /// listener->released(owner), exactly once. Requires: the batch's last grace period has ended.
-  bool begin_drain(ref_release_listener* listener, void* owner) noexcept {
+  /// already zero (no put() will notify); otherwise the put() that reaches zero notifies the
+  /// drain, exactly once. Requires: the batch's last grace period has ended, and the object's
+  /// queue leads to this batch's drain (registrable_access::set_drain), written before this call.
+  bool begin_drain() noexcept {
     // Common case, no holder: after the batch's last grace period nobody can find the object, so
     // no legitimate hold() can start from zero — a plain load and store suffice, and no put() will
-    // ever need the listener. Skipping the locked RMW here was 26% of the demo's batch (a lock op
-    // stalls on each cache miss). The store sets kDraining, so a (misuse) hold() after it is
-    // diagnosed as hold_after_drain. What is NOT caught: a misuse hold() that lands between the
-    // load and the store is overwritten (lost); the object is destroyed while that holder uses it,
-    // and the holder's later put() is diagnosed as ref_underflow — late, but not silent.
+    // ever notify. Skipping the locked RMW here was 26% of the demo's batch (a lock op stalls on
+    // each cache miss). The store sets kDraining, so a (misuse) hold() after it is diagnosed as
+    // hold_after_drain. What is NOT caught: a misuse hold() that lands between the load and the
+    // store is overwritten (lost); the object is destroyed while that holder uses it, and the
+    // holder's later put() is diagnosed as ref_underflow — late, but not silent.
     if (word_.load(std::memory_order_acquire) == 0) {
       word_.store(kDraining, std::memory_order_relaxed);
       return true;
     }
-    listener_ = listener;  // published to the last put() by the acq_rel RMW below
-    owner_ = owner;
+    // acq_rel: publishes the way to the drain to the last put(), which reads this RMW's value.
     const std::uint64_t old = word_.fetch_or(kDraining, std::memory_order_acq_rel);
-    return (old & ~kDraining) == 0;
+    return (old & kCount) == 0;
   }
 
- private:
+  /// For the drain's released(), told by the last put(), under the drain's lock: marks the count
+  /// as told. The putter's last use of the object is before this; an RMW, so a racing (misuse,
+  /// refused) hold's increment and undo are not lost. Release: pairs with drained_and_told().
+  void mark_told() noexcept { word_.fetch_or(kTold, std::memory_order_release); }
+
+  /// For the drain's rescan: true once the last put() told the drain (count 0 for good; the
+  /// putter is done with the object). Acquire: everything every holder did is visible.
+  bool drained_and_told() const noexcept {
+    return word_.load(std::memory_order_acquire) == (kDraining | kTold);
+  }
+
   std::atomic<std::uint64_t> word_{0};
-  ref_release_listener* listener_ = nullptr;  // written by the drain before kDraining is set
-  void* owner_ = nullptr;
 };
 
 }  // namespace rcubatch
+
+// The definition of detail::last_put_of_draining: it needs the object a count lives in. (Included
+// last, so this header and registrable.hpp may be included in either order.)
+#include "rcubatch/registrable.hpp"

@@ -24,6 +24,16 @@
 //      right after that owner's destroy returns.
 //
 // It sleeps on a condition variable that the last put() signals — no polling, no fixed sleeps.
+// The put finds the drain through its object's queue and marks the count told under the drain's
+// lock (ref_count.hpp); there is no ready chain through the objects: on each wake-up the drain
+// rescans the objects it still holds (lanes last to first, newest first) and destroys the told
+// ones. No allocation on put(), and no lost wake-up: the count and the draining mark change in
+// one atomic, and the told mark and the wake-up flag are set under the same lock.
+// Complexity: O(H) per wake-up for H objects still held. Worst case O(H²) over a drain: H held
+// objects let go one at a time, each put waking the drain (puts that land together share a
+// rescan), or a chain of parents each released by its child where the scan meets each parent
+// before its child (a parent queued after its dependent, e.g. in a later lane), one rescan per
+// link. A cascade's usual chain (dependents queued after their parents) goes in one rescan.
 // While objects remain it wakes on two timers (drain_options):
 //   - every rebroadcast_interval (1 s): calls the policy's rebroadcast(obj) for each, under the
 //     writer lock, so holders that cache references (the dst cache analogue) can let go;
@@ -70,7 +80,7 @@ namespace detail {
 
 /// The drain of one batch, across its lanes. The lanes' first pass (rollback_many.hpp) destroys
 /// what is free at once and counts the rest in `held`; wait() then destroys each as it is freed.
-class ref_drain final : public ref_release_listener {
+class ref_drain final : public drain_listener {
   using clock = std::chrono::steady_clock;
 
  public:
@@ -90,24 +100,21 @@ class ref_drain final : public ref_release_listener {
     auto next_report = start_ + opts_.stall_report_interval;
     const bool rebroadcasts = any_lane_rebroadcasts();
     while (held > 0) {
-      registrable_base* ready = nullptr;
       {
         offline_while_waiting<Flavor> offline;
         std::unique_lock lock(mutex_);
         const auto deadline = rebroadcasts ? std::min(next_rebroadcast, next_report) : next_report;
-        cv_.wait_until(lock, deadline, [&] { return ready_ != nullptr; });
-        ready = std::exchange(ready_, nullptr);
+        cv_.wait_until(lock, deadline, [&] { return told_; });
+        told_ = false;
       }
       const auto now = clock::now();
-      while (ready != nullptr) {
-        registrable_base* next = registrable_access::drained_next(*ready);
-        if (now - start_ > stats_.longest_drain_wait)
-          stats_.longest_drain_wait = std::chrono::duration_cast<batch_stats::duration>(now - start_);
-        --held;
-        // Its destroy may put() its parent's last reference, which chains the parent here.
-        registrable_access::lane(*ready)->release_held(*ready);
-        ready = next;
-      }
+      // Rescan on every wake-up, timers' included: a (misuse, refused) hold() racing the last
+      // put can hide a told count from one scan; the next wake-up finds it. A destroy may put its
+      // parent's last reference, which tells us again (caught by this scan or the next).
+      const std::size_t freed = release_told();
+      if (freed > 0 && now - start_ > stats_.longest_drain_wait)
+        stats_.longest_drain_wait = std::chrono::duration_cast<batch_stats::duration>(now - start_);
+      held -= freed;
       if (held == 0) break;
       if (rebroadcasts && now >= next_rebroadcast) {
         writer_lock_.relock();  // the kernel re-sends NETDEV_UNREGISTER under RTNL
@@ -123,15 +130,18 @@ class ref_drain final : public ref_release_listener {
         next_report = clock::now() + opts_.stall_report_interval;
       }
     }
+    // The put that told us about the last object may still be inside released() (notify, unlock):
+    // let it leave before this drain, its mutex and its condition variable go away.
+    std::lock_guard lock(mutex_);
   }
 
-  /// The last put() of a draining object: chains it for wait(). Any thread.
-  void released(void* owner) noexcept override {
-    auto* r = static_cast<registrable_base*>(owner);
+  /// The last put() of a draining object (found through the object's queue): marks it told and
+  /// wakes wait(). Any thread. After mark_told the object may be destroyed at once: not touched.
+  void released(registrable_base& r) noexcept override {
     std::lock_guard lock(mutex_);
-    registrable_access::drained_next(*r) = ready_;
-    ready_ = r;
-    cv_.notify_one();  // under the lock: once we unlock, the drain may finish and this object die
+    registrable_access::mark_told(r);  // under the lock: wait() locks before it returns
+    told_ = true;
+    cv_.notify_one();  // under the lock: once we unlock, the drain may finish
   }
 
   /// Sends a stall line where drain_options says.
@@ -177,6 +187,13 @@ class ref_drain final : public ref_release_listener {
     return false;
   }
 
+  /// Destroys every told object, lanes last to first (as the first pass). Returns how many.
+  std::size_t release_told() noexcept {
+    std::size_t n = 0;
+    for (std::size_t i = lane_count_; i-- > 0;) n += lanes_[i]->release_told();
+    return n;
+  }
+
   template <class F>
   void for_each_held(F&& f) noexcept {
     for (std::size_t i = 0; i < lane_count_; ++i)
@@ -191,7 +208,7 @@ class ref_drain final : public ref_release_listener {
   clock::time_point start_;
   std::mutex mutex_;
   std::condition_variable cv_;
-  registrable_base* ready_ = nullptr;  // chain through drained_next; guarded by mutex_
+  bool told_ = false;  // a last put() told us since the last wake-up; guarded by mutex_
 };
 
 }  // namespace detail

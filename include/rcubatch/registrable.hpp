@@ -12,17 +12,18 @@
 //   unregistering → unregistered      rollback_many, after the batch's last grace period
 //   unregistered  → released          rollback_many, right before the policy's destroy hook
 //
-// It also carries the reference count (ref_count.hpp) and the bookkeeping a batch needs (the queue
-// it sits in, the object that queued it as a dependent, the sub-objects retired with it). Its
+// It also carries the reference count (ref_count.hpp: a ref_count exists only here) and the bookkeeping a batch needs (the queue
+// it sits in, the object that queued it as a dependent, and one bit saying that sub-objects were
+// retired with it: the batch keeps those, batch::retire_with). Its
 // batch and its dismantle flag (dismantle.hpp) are not stored per object: they are derived through
 // its queue, which a running batch works on in place (the flag turns on for the whole batch at once). All of that is private: the intrusive hook is a member, not
 // a base, so a user type gains no unlink() or swap_nodes() that could corrupt a running batch.
 //
-// Size: 80 bytes on x86-64 (g++ 12, 2026-12-01; 88 before its lane pointer and dismantle flag
-// became derived through its queue): list hook 16, state 1 (+7), queue 8, the drain's ready chain
-// 8, parent edge 8, tied retirees 8, ref_count 24 (count word, listener, owner). Issue 13's goal
-// of 32 (an slist hook, one word packing state, draining mark and count, the drain rescanning its
-// held objects, tied retirees kept by the batch) is not reached yet.
+// Size: 48 bytes on x86-64 (g++ 12, 2026-12-01; 88 with a per-object lane pointer and dismantle
+// flag, 80 with a 24-byte ref_count, 64 with the drain's ready chain, 56 with its own list of
+// tied retirees): ref_count 8 (one word: count, draining and told marks), list hook 16, state 1
+// (+7; a bit of it says whether retirees are tied to it), queue 8, parent edge 8. Issue 13's goal
+// of 32 (an slist hook, one word packing state and count) is not reached yet.
 //
 // One registrable base per object: a type that derives from registrable<A> and registrable<B>
 // is refused wherever rcubatch looks for the base (registrable_type_t).
@@ -44,7 +45,6 @@
 #include "rcubatch/fwd.hpp"
 #include "rcubatch/misuse.hpp"
 #include "rcubatch/ref_count.hpp"
-#include "rcubatch/retire_node.hpp"
 
 namespace rcubatch {
 
@@ -66,18 +66,42 @@ class lane_base;
 class queue_base;
 struct registrable_access;
 
+/// What the last put() of a draining count tells: the batch's ref drain (ref_drain.hpp).
+class drain_listener {
+ public:
+  /// `obj`'s count, marked draining, just reached zero. Any thread; called once per drain.
+  virtual void released(registrable_base& obj) noexcept = 0;
+
+ protected:
+  ~drain_listener() = default;
+};
+
+/// Carries an object's ref_count. A base of registrable_base, not a member, so the count's last
+/// put() finds its object with a static_cast (the count is this base's only member, hence
+/// pointer-interconvertible with it) instead of offsetof on a type that is not standard-layout.
+/// Its one name (refs_) is what a user type inherits from it: no hold/put/count in T's scope.
+class counted_base {
+ protected:
+  counted_base() = default;
+  ~counted_base() = default;
+  ref_count refs_;
+
+ private:
+  friend struct registrable_access;
+};
+
 /// safe_link: the hook knows whether it is linked, which is how queues stay idempotent.
 using unreg_hook = boost::intrusive::list_member_hook<boost::intrusive::link_mode<boost::intrusive::safe_link>>;
 
 /// The type-independent part of registrable<T>: what queues, batches and the drain work on.
-class registrable_base {
+class registrable_base : private counted_base {
  public:
   registrable_base(const registrable_base&) = delete;
   registrable_base& operator=(const registrable_base&) = delete;
 
   /// Effects: the object's registration state. Thread safety: any thread (acquire load).
   reg_state state() const noexcept {
-    return static_cast<reg_state>(state_.load(std::memory_order_acquire) & ~kReleasedDismantling);
+    return static_cast<reg_state>(state_.load(std::memory_order_acquire) & kStateBits);
   }
 
   /// Effects: true from the moment its batch starts (when the batch marks dismantling:
@@ -128,18 +152,18 @@ class registrable_base {
   // A reg_state; on release, kReleasedDismantling records that its batch marked dismantling (the
   // queue that says so may be gone once the batch returns; the object may outlive it).
   static constexpr unsigned char kReleasedDismantling = 0x80;
+  // Set while its batch keeps sub-objects tied to it (batch::retire_with); transitions keep it.
+  static constexpr unsigned char kHasTied = 0x40;
+  static constexpr unsigned char kStateBits = 0x3f;
   std::atomic<unsigned char> state_{static_cast<unsigned char>(reg_state::uninitialized)};
   // The queue it sits in; through it, its running batch's lane (queue_base::lane). Kept until its
   // destroy returns. Atomic (relaxed): a writer in another batch may read it while this batch's
   // drain runs without the writer lock (a cascade reaching it, unlock_during_waits).
   std::atomic<queue_base*> owner_{nullptr};
-  registrable_base* drained_next_ = nullptr; // the ref drain's ready chain (no allocation on put)
   // The object that queued it as a dependent (it holds a reference on that parent until it is
   // destroyed), or kParentGone once it was destroyed. Atomic: a writer in another batch may
   // record itself as parent while this object's own drain releases it (unlock_during_waits).
   std::atomic<registrable_base*> parent_{nullptr};
-  retire_chain tied_;                        // sub-objects disposed right after this object
-  ref_count refs_;
 };
 
 /// Finds T in `registrable<T>`, the one registrable base of U (overload resolution does the
@@ -194,6 +218,10 @@ class queue_base {
   list_type list_;
   std::atomic<lane_base*> lane_{nullptr};
   std::atomic<bool> dismantle_{false};
+  // The running batch's ref drain, which the last put() of a draining object reaches through the
+  // object's queue. Written before the drain marks any count of this queue draining (published
+  // to that put() by the count's RMWs); relaxed.
+  std::atomic<drain_listener*> drain_{nullptr};
 };
 
 /// Sentinel for registrable_base::parent_: the object was destroyed, record no edge any more.
@@ -203,10 +231,22 @@ inline registrable_base* const kParentGone = reinterpret_cast<registrable_base*>
 struct registrable_access {
   using list = queue_base::list_type;
 
+  /// A plain load and store (only the batch's thread writes a batch object's state), keeping
+  /// the has-tied bit.
   static void set_state(registrable_base& o, reg_state s) noexcept {
-    o.state_.store(static_cast<unsigned char>(s), std::memory_order_release);
+    const unsigned char keep = o.state_.load(std::memory_order_relaxed) & registrable_base::kHasTied;
+    o.state_.store(static_cast<unsigned char>(keep | static_cast<unsigned char>(s)), std::memory_order_release);
   }
-  /// → released, remembering whether its batch marked dismantling (dismantling() stays true).
+  /// Whether the batch keeps sub-objects tied to it (cleared on release).
+  static bool has_tied(const registrable_base& o) noexcept {
+    return (o.state_.load(std::memory_order_relaxed) & registrable_base::kHasTied) != 0;
+  }
+  static void set_has_tied(registrable_base& o) noexcept {
+    o.state_.store(static_cast<unsigned char>(o.state_.load(std::memory_order_relaxed) | registrable_base::kHasTied),
+                   std::memory_order_release);
+  }
+  /// → released, remembering whether its batch marked dismantling (dismantling() stays true);
+  /// clears the has-tied bit (read it before).
   static void set_released(registrable_base& o, bool dismantling) noexcept {
     o.state_.store(static_cast<unsigned char>(static_cast<unsigned char>(reg_state::released) |
                                               (dismantling ? registrable_base::kReleasedDismantling : 0)),
@@ -226,10 +266,20 @@ struct registrable_access {
     q.lane_.store(l, std::memory_order_relaxed);
     q.dismantle_.store(dismantle, std::memory_order_relaxed);
   }
+  static void set_drain(queue_base& q, drain_listener* d) noexcept { q.drain_.store(d, std::memory_order_relaxed); }
+  static drain_listener* drain_of(const queue_base& q) noexcept { return q.drain_.load(std::memory_order_relaxed); }
   static list& list_of(queue_base& q) noexcept { return q.list_; }
-  static registrable_base*& drained_next(registrable_base& o) noexcept { return o.drained_next_; }
+  /// The drain side of an object's count (ref_count's private half).
+  static bool try_drain_unheld(registrable_base& o) noexcept { return o.refs().try_drain_unheld(); }
+  static bool begin_drain(registrable_base& o) noexcept { return o.refs().begin_drain(); }
+  static void mark_told(registrable_base& o) noexcept { o.refs().mark_told(); }
+  static bool drained_and_told(const registrable_base& o) noexcept { return o.refs().drained_and_told(); }
+  /// The object a count lives in (a count exists only as counted_base::refs_).
+  static registrable_base& of(ref_count& refs) noexcept {
+    static_assert(std::is_standard_layout_v<counted_base>, "the count must be pointer-interconvertible with its base");
+    return static_cast<registrable_base&>(*reinterpret_cast<counted_base*>(&refs));
+  }
   static std::atomic<registrable_base*>& parent(registrable_base& o) noexcept { return o.parent_; }
-  static retire_chain& tied(registrable_base& o) noexcept { return o.tied_; }
   static bool is_linked(const registrable_base& o) noexcept { return o.hook_.is_linked(); }
 
   /// registrable_base → T, for a T known to derive from registrable<T>.
@@ -241,10 +291,18 @@ struct registrable_access {
 using registrable_list = registrable_access::list;
 }  // namespace detail
 
+/// The last put() of a draining count: object → its queue (kept until its destroy returns) → the
+/// drain of the batch running on it. The object stays alive until released() marks it told (the
+/// drain destroys only told objects), so reading its queue here is safe.
+inline void detail::last_put_of_draining(ref_count& refs) noexcept {
+  registrable_base& obj = registrable_access::of(refs);
+  registrable_access::drain_of(*registrable_access::owner(obj))->released(obj);
+}
+
 inline bool detail::registrable_base::dismantling() const noexcept {
   const unsigned char raw = state_.load(std::memory_order_acquire);
   if (raw & kReleasedDismantling) return true;
-  const auto s = static_cast<reg_state>(raw);
+  const auto s = static_cast<reg_state>(raw & kStateBits);
   if (s == reg_state::released || s == reg_state::uninitialized) return false;
   const queue_base* q = owner_.load(std::memory_order_relaxed);
   return q != nullptr && q->running_lane() != nullptr && q->dismantling();

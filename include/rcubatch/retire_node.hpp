@@ -16,6 +16,8 @@
 // (misuse_kind::retired_twice) instead of linking it to itself and disposing it twice.
 #pragma once
 
+#include <cstdint>
+
 #include <boost/intrusive/slist.hpp>
 #include <boost/intrusive/slist_hook.hpp>
 
@@ -26,13 +28,17 @@ namespace rcubatch {
 struct retire_node
     : boost::intrusive::slist_base_hook<boost::intrusive::link_mode<boost::intrusive::safe_link>> {
   void (*dispose)(retire_node*) noexcept = nullptr;
+  /// Set by batch::retire_with, not by users: the address of the owner it is disposed right
+  /// after (0: untied). The batch keeps tied retirees (an owner object stores no list of them),
+  /// so the node records its owner (only compared, never followed).
+  std::uintptr_t tied_to = 0;
 };
 
 namespace detail {
 /// FIFO list of retirees (the batch's untied ones): disposed in retire order.
 using retire_fifo = boost::intrusive::slist<retire_node, boost::intrusive::cache_last<true>,
                                             boost::intrusive::constant_time_size<false>>;
-/// One pointer: the retirees tied to one owner object, disposed right after it (newest first).
+/// One pointer: the retirees of owners outside the batch (disposed after the drain).
 using retire_chain = boost::intrusive::slist<retire_node, boost::intrusive::linear<true>,
                                              boost::intrusive::constant_time_size<false>>;
 

@@ -62,6 +62,7 @@
 #include <array>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <iterator>
 #include <tuple>
 #include <type_traits>
@@ -116,6 +117,9 @@ struct batch_access {
     b.current_parent_ = nullptr;
   }
   static void dispose_untied(batch& b) noexcept { dispose_all(b.retired_); }
+  static void take_tied_to(batch& b, const registrable_base& r, retire_fifo& group) noexcept {
+    b.take_tied_to(r, group);
+  }
   static void dispose_late(batch& b) noexcept { dispose_all(b.late_); }
   template <class Flavor>
   static batch make(lane_base* const* lanes, std::size_t n, grace_domain<Flavor>& d) noexcept {
@@ -189,7 +193,10 @@ class typed_lane : public lane_base {
   /// here each one's lane, batch and dismantle flag are found through the queue.
   void start(bool dismantle) noexcept { access::set_running(queue(), this, dismantle); }
   /// After the drain: the queue is empty again and free for the next batch.
-  void finish() noexcept { access::set_running(queue(), nullptr, false); }
+  void finish() noexcept {
+    access::set_running(queue(), nullptr, false);
+    access::set_drain(queue(), nullptr);
+  }
 
   bool has_new() const noexcept { return after(unlisted_) != const_cast<typed_lane*>(this)->objects().end(); }
 
@@ -258,18 +265,19 @@ class typed_lane : public lane_base {
   /// object between the two, as nobody holds it and no reader can reach it after the last GP).
   void drain_scan(ref_drain& d, bool writers_may_race) noexcept {
     registrable_list& objs = objects();
+    access::set_drain(queue(), &d);  // before any count is marked: the last put() finds d this way
     using rev = registrable_list::reverse_iterator;
     prefetcher<rev> ahead(objs.rbegin(), objs.rend());
     for (auto it = objs.end(); it != objs.begin();) {
       ahead.step();
       registrable_base& r = *--it;
-      if (r.refs().try_drain_unheld()) {
+      if (access::try_drain_unheld(r)) {
         it = objs.erase(it);
         release(r, writers_may_race);
         continue;
       }
       access::set_state(r, reg_state::unregistered);
-      if (r.refs().begin_drain(&d, &r)) {  // its last holder let go since the check
+      if (access::begin_drain(r)) {  // its last holder let go since the check
         it = objs.erase(it);
         release(r, writers_may_race);
       } else {
@@ -278,9 +286,20 @@ class typed_lane : public lane_base {
     }
   }
 
-  void release_held(registrable_base& r) noexcept override {
-    objects().erase(objects().iterator_to(r));
-    release(r, true);  // the slow path: the locked exchange costs nothing here
+  /// The drain's rescan: only held objects are left in the list after drain_scan. Newest first,
+  /// so a dependent's destroy, which puts its parent's last reference, frees a parent queued
+  /// before it in the same scan.
+  std::size_t release_told() noexcept override {
+    std::size_t released = 0;
+    registrable_list& objs = objects();
+    for (auto it = objs.end(); it != objs.begin();) {
+      registrable_base& r = *--it;
+      if (!access::drained_and_told(r)) continue;
+      it = objs.erase(it);
+      release(r, true);  // the slow path: the locked exchange costs nothing here
+      ++released;
+    }
+    return released;
   }
   void rebroadcast(registrable_base& r) noexcept override { hooks_.rebroadcast(access::downcast<T>(r)); }
   bool has_rebroadcast() const noexcept override { return hooks_type::has_rebroadcast; }
@@ -309,11 +328,14 @@ class typed_lane : public lane_base {
   iterator after(iterator pos) noexcept { return pos == objects().end() ? objects().begin() : std::next(pos); }
   iterator after(iterator pos) const noexcept { return const_cast<typed_lane*>(this)->after(pos); }
 
-  /// The one way an object leaves a batch: destroyed, then its tied retirees, then the reference
+  /// The one way an object leaves a batch: destroyed, then its tied retirees (kept by the batch,
+  /// found by the object's address before its destroy), then the reference
   /// it held on its parent is put (which may free the parent in turn).
   /// The owner (the queue) is kept until destroy returns; being unlinked and released, the object
   /// no longer counts as in the queue (contains) nor in the batch (registrable_access::lane).
   void release(registrable_base& r, bool writers_may_race) noexcept {
+    retire_fifo tied;  // its retirees, kept by the batch: taken out while r still exists
+    if (access::has_tied(r)) batch_access::take_tied_to(owner_batch(), r, tied);  // before set_released clears the bit
     access::set_released(r, queue().dismantling());
     // Only a writer in another batch can set parent_ concurrently (batch::record_parent), and only
     // while this batch has released the lock; otherwise a plain load and store do, which keeps a
@@ -325,8 +347,6 @@ class typed_lane : public lane_base {
       parent = access::parent(r).load(std::memory_order_relaxed);
       access::parent(r).store(kParentGone, std::memory_order_relaxed);
     }
-    retire_chain tied;
-    tied.swap(access::tied(r));
     hooks_.destroy(&access::downcast<T>(r));
     dispose_all(tied);
     if (parent != nullptr) parent->refs().put();
