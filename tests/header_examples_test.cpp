@@ -5,6 +5,7 @@
 // drifts. Types are local to their TEST, so each example reads as it does in its header.
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <set>
 #include <string>
 #include <string_view>
@@ -253,6 +254,109 @@ TEST(header_examples, misuse) {
 }
 
 }  // namespace misuse_example
+
+// ---- registrable.hpp ------------------------------------------------------------------------
+namespace registrable_example {
+TEST(header_examples, registrable) {
+  std::set<const void*> published;
+  auto publish = [&](const void* object) { published.insert(object); };
+  struct session : rcubatch::registrable<session> { std::string name; };
+
+  auto* s = new session;
+  publish(s);                 // insert into the registry's RCU-visible indexes
+  s->mark_registered();       // uninitialized → registered
+  EXPECT_EQ(s->state(), rcubatch::reg_state::registered);
+  EXPECT_EQ(published.count(s), 1u);
+  rcubatch::grace_domain<rcubatch::counting_flavor<struct registrable_example>> domain;
+  rcubatch::unreg_queue<session> q;
+  q.push(*s);
+  rcubatch::rollback_many(q, unlist_only<session>{}, domain);  // the default destroy deletes s
+  EXPECT_TRUE(q.empty());
+}
+}  // namespace registrable_example
+
+// ---- ref_count.hpp --------------------------------------------------------------------------
+namespace ref_count_example {
+struct packet_target : rcubatch::registrable<packet_target> {};
+int uses = 0;
+void use(packet_target&) { ++uses; }
+
+TEST(header_examples, ref_count) {
+  packet_target obj;
+  obj.refs().hold();      // a holder (an in-flight packet, a cache) keeps obj alive
+  use(obj);
+  obj.refs().put();       // the last put after unregistration wakes the batch's ref drain
+  EXPECT_EQ(uses, 1);
+  EXPECT_EQ(obj.refs().count(), 0u);
+}
+}  // namespace ref_count_example
+
+// ---- rollback_many.hpp ----------------------------------------------------------------------
+namespace rollback_many_example {
+struct stream : rcubatch::registrable<stream> {};
+struct session : rcubatch::registrable<session> {
+  std::vector<stream*> streams;
+};
+struct session_registry {
+  std::mutex writer_mutex;
+  std::set<session*> sessions;
+  std::set<stream*> streams;
+};
+struct session_policy {
+  session_registry& reg;
+  void unlist(session& s) noexcept { reg.sessions.erase(&s); }
+  void notify(session& s, rcubatch::batch& b) noexcept {
+    for (stream* st : s.streams) b.queue(*st);
+  }
+};
+struct stream_policy {
+  session_registry& reg;
+  void unlist(stream& st) noexcept { reg.streams.erase(&st); }
+};
+session* add_session(session_registry& r, int streams) {
+  auto* s = new session;
+  for (int i = 0; i < streams; ++i) {
+    s->streams.push_back(new stream);
+    r.streams.insert(s->streams.back());
+    s->streams.back()->mark_registered();
+  }
+  r.sessions.insert(s);
+  s->mark_registered();
+  return s;
+}
+
+TEST(header_examples, rollback_many) {
+  using F = rcubatch::counting_flavor<struct rollback_many_example>;
+  rcubatch::grace_domain<F> domain;
+  session_registry registry;
+  std::vector<session*> doomed;
+  for (int i = 0; i < 50; ++i) doomed.push_back(add_session(registry, 0));
+  std::scoped_lock lock(registry.writer_mutex);       // the caller's lock, held throughout
+  rcubatch::unreg_queue<session> q;
+  for (session* s : doomed) q.push(*s);
+  rcubatch::batch_stats st = rcubatch::rollback_many(q, session_policy{registry}, domain);
+  // st.grace_periods <= 2, whatever q.size() and however deep the cascade
+  EXPECT_LE(st.grace_periods, 2u);
+  EXPECT_EQ(st.objects, 50u);
+  EXPECT_TRUE(registry.sessions.empty());
+}
+
+TEST(header_examples, rollback_many_several_types) {
+  using F = rcubatch::counting_flavor<struct rollback_many_several_example>;
+  rcubatch::grace_domain<F> domain;
+  session_registry reg;
+  rcubatch::unreg_queue<session> sessions;
+  rcubatch::unreg_queue<stream> streams;
+  for (int i = 0; i < 10; ++i) sessions.push(*add_session(reg, 3));
+  // Several object types in one batch, each with its own queue and policy; hooks of one lane
+  // may queue dependents of any lane (sessions queue their streams from notify):
+  rcubatch::rollback_many(domain, rcubatch::lane(sessions, session_policy{reg}),
+                                  rcubatch::lane(streams, stream_policy{reg}));
+  EXPECT_TRUE(reg.sessions.empty());
+  EXPECT_TRUE(reg.streams.empty());  // the 30 streams were cascaded into the same batch
+  EXPECT_LE(F::synchronizes(), 2u);
+}
+}  // namespace rollback_many_example
 
 // ---- unreg_queue.hpp ------------------------------------------------------------------------
 namespace unreg_queue_example {

@@ -1,8 +1,9 @@
 // rcubatch/ref_count.hpp — the reference count every registrable object carries, one word.
 //
 //   obj.refs().hold();      // a holder (an in-flight packet, a cache) keeps obj alive
-//   ...
+//   use(obj);
 //   obj.refs().put();       // the last put after unregistration wakes the batch's ref drain
+//   (compiled in tests/header_examples_test.cpp)
 //
 // The registry's own link is not counted: a registered object with no holders has count 0. When a
 // batch starts draining it sets a flag bit in the same word; the put that brings the count to zero

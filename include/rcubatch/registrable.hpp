@@ -1,10 +1,11 @@
 // rcubatch/registrable.hpp — what an object embeds to be unregistered in batches.
 //
-//   struct session : rcubatch::registrable<session> { std::string name; ... };
+//   struct session : rcubatch::registrable<session> { std::string name; };
 //
-//   auto* s = new session{...};
+//   auto* s = new session;
 //   publish(s);                 // insert into the registry's RCU-visible indexes
 //   s->mark_registered();       // uninitialized → registered
+//   (compiled in tests/header_examples_test.cpp)
 //
 // State machine (the kernel's NETREG_*), each transition checked:
 //   uninitialized → registered        mark_registered(), by the registry

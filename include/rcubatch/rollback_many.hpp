@@ -5,11 +5,13 @@
 //   for (session* s : doomed) q.push(*s);
 //   rcubatch::batch_stats st = rcubatch::rollback_many(q, session_policy{registry}, domain);
 //   // st.grace_periods <= 2, whatever q.size() and however deep the cascade
+//   (compiled in tests/header_examples_test.cpp)
 //
 //   // Several object types in one batch, each with its own queue and policy; hooks of one lane
 //   // may queue dependents of any lane (sessions queue their streams from notify):
 //   rcubatch::rollback_many(domain, rcubatch::lane(sessions, session_policy{reg}),
 //                                   rcubatch::lane(streams, stream_policy{reg}));
+//   (compiled in tests/header_examples_test.cpp)
 //
 // The generic form of Linux's unregister_netdevice_many (2.6.33, 2009). The phases (their order,
 // the grace periods between them, what each one's time covers) are kPhaseTable in phase.hpp; the
@@ -183,7 +185,7 @@ class typed_lane : public lane_base {
 
   bool queue_empty() const noexcept { return queue_.empty(); }
 
-  /// Phase 0: may throw; the queue stays as the caller left it.
+  /// validate (phase.hpp): may throw; the queue stays as the caller left it.
   void validate() {
     if constexpr (hooks_type::has_validate)
       for (T& obj : queue_) hooks_.validate(obj);
@@ -200,7 +202,7 @@ class typed_lane : public lane_base {
 
   bool has_new() const noexcept { return after(unlisted_) != const_cast<typed_lane*>(this)->objects().end(); }
 
-  /// Phases 1 and 2 for the objects that joined since the last call.
+  /// close and unlist (phase.hpp) for the objects that joined since the last call.
   void close_and_unlist_new(batch_stats& stats) noexcept {
     const iterator first = after(unlisted_);
     if (first == objects().end()) return;
@@ -217,7 +219,7 @@ class typed_lane : public lane_base {
     });
   }
 
-  /// Phase 3 for the objects unlisted since the last call (dependents they queue come later).
+  /// notify (phase.hpp) for the objects unlisted since the last call (dependents they queue come later).
   void notify_new(batch& b, batch_stats& stats) noexcept {
     if constexpr (hooks_type::has_notify) {
       if (notified_ == unlisted_) return;
@@ -240,7 +242,7 @@ class typed_lane : public lane_base {
     if constexpr (hooks_type::has_batch_notify) timed(stats, phase::batch_notify, [&] { hooks_.batch_notify(b); });
   }
 
-  /// Phase 5, newest first (dependents before the objects they hang from). Returns whether any
+  /// uninit (phase.hpp), newest first (dependents before the objects they hang from). Returns whether any
   /// hook may have unlinked something readers can reach.
   bool uninit_all(batch& b, batch_stats& stats) noexcept {
     bool unlinked = false;
@@ -257,7 +259,7 @@ class typed_lane : public lane_base {
     return unlinked;
   }
 
-  /// Phase 6, first pass: → unregistered; destroys every object that is free, counts the rest.
+  /// ref_drain (phase.hpp), first pass: → unregistered; destroys every object that is free, counts the rest.
   /// `writers_may_race`: the caller's lock is released during the drain (unlock_during_waits), so
   /// another writer's cascade may record itself as a parent of an object being released.
   /// Fused for an object nobody holds: the draining mark, → released and destroy in one step (it

@@ -3,6 +3,7 @@
 //   rcubatch::unreg_queue<session> q;
 //   for (session* s : doomed) q.push(*s);         // O(1), no allocation
 //   rcubatch::rollback_many(q, policy, domain);   // one batch, ≤ 2 GPs
+//   (compiled in tests/header_examples_test.cpp)
 //
 // What a registry's dellink(obj, queue) fills (the kernel's unregister_netdevice_queue). Queueing
 // is idempotent — pushing an object already in this queue moves it to the tail and never links it
