@@ -1,13 +1,15 @@
 // The ref drain: out-of-order destroy, wake-up on the last put, stall report, rebroadcast.
-#include <rcubatch/rollback_many.hpp>
-
-#include <gtest/gtest.h>
-
 #include <condition_variable>
 #include <mutex>
 #include <thread>
 
-#include "test_support.hpp"
+#include <gtest/gtest.h>
+
+#include <rcubatch.hpp>
+#include <rcubatch/counting_flavor.hpp>
+
+#include "support/objects.hpp"
+#include "support/policies.hpp"
 
 namespace rcubatch::test {
 namespace {
