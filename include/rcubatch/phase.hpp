@@ -1,7 +1,7 @@
 // rcubatch/phase.hpp — the phases of rollback_many: their names, their order, when each runs.
 //
 // The one source for the protocol's shape. batch_stats times each phase (time_of) and counts how
-// often it was entered (runs_of); the engine (rollback_engine::run in rollback_many.hpp) is one
+// often it was entered (entries_of); the engine (rollback_engine::run in rollback_many.hpp) is one
 // private function per phase, called in this order; policy.hpp says which hook runs in which phase
 // (kHooks), with the hook table in prose (locks, what a hook may and must not do);
 // tests/phase_test.cpp checks a batch against kPhaseTable.
