@@ -39,7 +39,7 @@ struct draining_object {
 };
 
 TEST(ref_count, lives_in_the_object_as_one_word) {
-  static_assert(sizeof(ref_count) == 8, "ref_count is one word: no listener or owner pointer");
+  static_assert(sizeof(ref_count) == 4, "ref_count is one 32-bit word: no listener or owner pointer");
   static_assert(!std::is_default_constructible_v<ref_count>, "a ref_count exists only inside a registrable");
   thing t;
   EXPECT_EQ(&access::of(t.refs()), static_cast<detail::registrable_base*>(&t));
@@ -164,6 +164,22 @@ TEST(ref_count, a_put_without_hold_is_diagnosed_and_leaves_the_count_at_zero) {
   t.refs().put();
   EXPECT_EQ(misuse_count(misuse_kind::ref_underflow), before + 1);
   EXPECT_EQ(t.refs().count(), 0u);
+}
+
+TEST(ref_count, a_hold_beyond_the_holder_limit_is_refused_and_diagnosed) {
+  scoped_misuse_policy p(misuse_policy::report, [](misuse_kind, std::string_view) noexcept {});
+  thing t;
+  access::preset_holders(t, ref_count::kMaxHolders - 1);
+  const unsigned long before = misuse_count(misuse_kind::ref_overflow);
+  t.refs().hold();  // the last one allowed
+  EXPECT_EQ(misuse_count(misuse_kind::ref_overflow), before);
+  EXPECT_EQ(t.refs().count(), ref_count::kMaxHolders);
+  t.refs().hold();  // refused: the count must never carry into the draining mark
+  EXPECT_EQ(misuse_count(misuse_kind::ref_overflow), before + 1);
+  EXPECT_EQ(t.refs().count(), ref_count::kMaxHolders);
+  t.refs().put();
+  EXPECT_EQ(t.refs().count(), ref_count::kMaxHolders - 1);
+  access::preset_holders(t, 0);
 }
 
 TEST(ref_count, a_hold_after_the_count_drained_is_diagnosed) {

@@ -61,8 +61,9 @@ enum class misuse_kind : unsigned char {
   retired_twice,             ///< the same retire_node retired while it is already retired
   not_in_batch,              ///< batch::queue of a type with no lane in the batch; retire_with an owner outside it
   waits_for_own_batch,       ///< async_unregister wait/drain/run from a hook of its own running batch
+  ref_overflow,              ///< hold() beyond ref_count::kMaxHolders holders of one object
 };
-inline constexpr std::size_t kMisuseKinds = 16;
+inline constexpr std::size_t kMisuseKinds = 17;
 
 constexpr std::string_view to_string(misuse_kind k) noexcept {
   constexpr std::array<std::string_view, kMisuseKinds> names{
@@ -71,7 +72,7 @@ constexpr std::string_view to_string(misuse_kind k) noexcept {
       "ref_underflow",            "hold_after_drain",       "queued_too_late",
       "reader_not_registered",    "reader_offline",         "foreign_cookie",
       "not_in_read_section",      "retired_twice",          "not_in_batch",
-      "waits_for_own_batch"};
+      "waits_for_own_batch",      "ref_overflow"};
   return names[static_cast<std::size_t>(k)];
 }
 

@@ -16,7 +16,7 @@
 // A ref_count exists only inside a registrable<T> (registrable.hpp): it stores no pointer to its
 // drain. The last put() finds the drain through its object: the object's queue (kept until the
 // object's destroy returns) leads to the batch running on it and its drain (registrable.hpp,
-// detail::last_put_of_draining). That keeps the count at 8 bytes.
+// detail::last_put_of_draining). That keeps the count at 4 bytes (beside the object's state byte: registrable.hpp).
 //
 // Thread safety: hold and put from any thread. The drain side (registrable_access) from the
 // draining thread only.
@@ -47,9 +47,18 @@ inline void last_put_of_draining(ref_count& refs) noexcept;
 }  // namespace detail
 
 class ref_count {
-  static constexpr std::uint64_t kDraining = std::uint64_t{1} << 63;
-  static constexpr std::uint64_t kTold = std::uint64_t{1} << 62;  // the drain was told: count 0 for good
-  static constexpr std::uint64_t kCount = kTold - 1;
+  // 32 bits, so that the count and registrable's state byte share one 8-byte word of the header.
+  static constexpr std::uint32_t kDraining = std::uint32_t{1} << 31;
+  static constexpr std::uint32_t kTold = std::uint32_t{1} << 30;  // the drain was told: count 0 for good
+  static constexpr std::uint32_t kCount = kTold - 1;
+
+ public:
+  /// The most holders one object may have at once (2^29). A hold beyond it is refused and
+  /// diagnosed (ref_overflow) — in practice a hold leaked in a loop. The limit sits at half the
+  /// count's range, so concurrent holds racing past it can never carry into the marks.
+  static constexpr std::uint32_t kMaxHolders = (kCount >> 1) + 1;
+
+ private:
 
  public:
   ref_count(const ref_count&) = delete;
@@ -58,10 +67,17 @@ class ref_count {
   /// Effects: takes a reference: the object's batch will not destroy it before the matching put().
   /// Requires: the caller reached the object legitimately (inside a read section, or through a
   /// reference it already holds). Misuse: a hold on an object whose count already drained to zero
-  /// is refused and diagnosed (hold_after_drain). Complexity: one relaxed fetch_add. Thread safety:
-  /// any thread.
+  /// is refused and diagnosed (hold_after_drain); so is a hold beyond kMaxHolders (ref_overflow).
+  /// Complexity: one relaxed fetch_add. Thread safety: any thread.
   void hold() noexcept {
-    const std::uint64_t old = word_.fetch_add(1, std::memory_order_relaxed);
+    const std::uint32_t old = word_.fetch_add(1, std::memory_order_relaxed);
+    if ((old & kCount) >= kMaxHolders) [[unlikely]] {
+      word_.fetch_sub(1, std::memory_order_relaxed);
+      detail::diagnose_noexcept(misuse_kind::ref_overflow,
+                                "hold() beyond 2^29 holders of one object (a hold leaked in a loop?); "
+                                "the hold is refused");
+      return;
+    }
     if ((old & ~kTold) == kDraining) {
       // Refuse: keeping the reference would make its put() notify a drain that already finished.
       word_.fetch_sub(1, std::memory_order_relaxed);
@@ -79,7 +95,7 @@ class ref_count {
   /// Memory ordering: release; the drain's acquire makes everything the holder did visible to
   /// destroy. Complexity: one CAS (a loop only under concurrent hold/put of the same object).
   void put() noexcept {
-    std::uint64_t old = word_.load(std::memory_order_relaxed);
+    std::uint32_t old = word_.load(std::memory_order_relaxed);
     do {
       if ((old & kCount) == 0) {
         detail::diagnose_noexcept(misuse_kind::ref_underflow, "put() without a matching hold()");
@@ -129,7 +145,7 @@ class ref_count {
       return true;
     }
     // acq_rel: publishes the way to the drain to the last put(), which reads this RMW's value.
-    const std::uint64_t old = word_.fetch_or(kDraining, std::memory_order_acq_rel);
+    const std::uint32_t old = word_.fetch_or(kDraining, std::memory_order_acq_rel);
     return (old & kCount) == 0;
   }
 
@@ -144,7 +160,7 @@ class ref_count {
     return word_.load(std::memory_order_acquire) == (kDraining | kTold);
   }
 
-  std::atomic<std::uint64_t> word_{0};
+  std::atomic<std::uint32_t> word_{0};
 };
 
 }  // namespace rcubatch

@@ -20,11 +20,11 @@
 // its queue, which a running batch works on in place (the flag turns on for the whole batch at once). All of that is private: the intrusive hook is a member, not
 // a base, so a user type gains no unlink() or swap_nodes() that could corrupt a running batch.
 //
-// Size: 48 bytes on x86-64 (g++ 12, 2026-12-01; 88 with a per-object lane pointer and dismantle
+// Size: 40 bytes on x86-64 (g++ 12, 2026-12-01; 88 with a per-object lane pointer and dismantle
 // flag, 80 with a 24-byte ref_count, 64 with the drain's ready chain, 56 with its own list of
-// tied retirees): ref_count 8 (one word: count, draining and told marks), list hook 16, state 1
-// (+7; a bit of it says whether retirees are tied to it), queue 8, parent edge 8. Issue 13's goal
-// of 32 (an slist hook, one word packing state and count) is not reached yet.
+// tied retirees, 48 with a 64-bit count): ref_count 4 (one word: count, draining and told marks)
+// and state 1 (+3; a bit of it says whether retirees are tied to it) share 8, list hook 16,
+// queue 8, parent edge 8. Issue 13's goal of 32 (an 8-byte slist hook) is not reached yet.
 //
 // One registrable base per object: a type that derives from registrable<A> and registrable<B>
 // is refused wherever rcubatch looks for the base (registrable_type_t).
@@ -149,7 +149,7 @@ class registrable_base : private counted_base {
   friend struct registrable_access;
   friend class queue_base;
 
-  unreg_hook hook_;                          // links it into one queue (a running batch's or not)
+  // First, so it fills the 4 bytes after the 32-bit count (counted_base): count + state = 8.
   // A reg_state; on release, kReleasedDismantling records that its batch marked dismantling (the
   // queue that says so may be gone once the batch returns; the object may outlive it).
   static constexpr unsigned char kReleasedDismantling = 0x80;
@@ -157,6 +157,7 @@ class registrable_base : private counted_base {
   static constexpr unsigned char kHasTied = 0x40;
   static constexpr unsigned char kStateBits = 0x3f;
   std::atomic<unsigned char> state_{static_cast<unsigned char>(reg_state::uninitialized)};
+  unreg_hook hook_;                          // links it into one queue (a running batch's or not)
   // The queue it sits in; through it, its running batch's lane (queue_base::lane). Kept until its
   // destroy returns. Atomic (relaxed): a writer in another batch may read it while this batch's
   // drain runs without the writer lock (a cascade reaching it, unlock_during_waits).
@@ -275,6 +276,10 @@ struct registrable_access {
   static bool begin_drain(registrable_base& o) noexcept { return o.refs().begin_drain(); }
   static void mark_told(registrable_base& o) noexcept { o.refs().mark_told(); }
   static bool drained_and_told(const registrable_base& o) noexcept { return o.refs().drained_and_told(); }
+  /// Sets the holder count outright: only for tests of the holder limit (2^29 holds take seconds).
+  static void preset_holders(registrable_base& o, std::uint32_t n) noexcept {
+    o.refs().word_.store(n, std::memory_order_relaxed);
+  }
   /// The object a count lives in (a count exists only as counted_base::refs_).
   static registrable_base& of(ref_count& refs) noexcept {
     static_assert(std::is_standard_layout_v<counted_base>, "the count must be pointer-interconvertible with its base");
