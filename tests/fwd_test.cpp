@@ -39,7 +39,8 @@ constexpr bool named = true;
 static_assert(named<rb::flavor::memb, rb::flavor::qsbr, rb::flavor::mb, rb::flavor::bp>);
 static_assert(named<rb::misuse_kind, rb::misuse_policy, rb::misuse_error, rb::misuse_reporter_binding,
                     rb::scoped_misuse_policy, rb::adopt_registration_t, rb::gp_cookie, rb::domain_stats>);
-static_assert(named<rb::ref_release_listener, rb::ref_count, rb::retire_node, rb::reg_state, rb::registrable<object>,
+static_assert(named<rb::unknown_flavor, rb::phase, rb::phase_runs, rb::phase_entered, rb::phase_row, rb::hook_row>);
+static_assert(named<rb::ref_count, rb::retire_node, rb::reg_state, rb::registrable<object>,
                     rb::registrable_type<object>, rb::unreg_queue<object>>);
 static_assert(named<rb::batch_stats, rb::object_range<object>, rb::batch, rb::drain_options, rb::rollback_options,
                     rb::unlock_during_waits<std::mutex>, rb::lane_spec<object, policy>>);

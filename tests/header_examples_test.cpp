@@ -286,6 +286,8 @@ TEST(header_examples, ref_count) {
   obj.refs().hold();      // a holder (an in-flight packet, a cache) keeps obj alive
   use(obj);
   obj.refs().put();       // the last put after unregistration wakes the batch's ref drain
+  // What this asserts is the hold/put pair outside a batch; the wake-up of a draining batch by the
+  // last put is ref_drain_test's destroys_each_object_as_its_last_reference_drops_in_any_order.
   EXPECT_EQ(uses, 1);
   EXPECT_EQ(obj.refs().count(), 0u);
 }

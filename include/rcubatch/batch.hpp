@@ -80,7 +80,9 @@ inline constexpr char lane_key = 0;
 
 /// The objects of one type in a running batch, and what the drain needs of their policy. The
 /// phases themselves are templates over the lane's policy (rollback_many.hpp), so a pass over a
-/// lane calls the hooks directly: the one virtual call is per held object, in the drain.
+/// lane calls the hooks directly. The virtual calls are the drain's: one per lane per wake-up
+/// (collecting the objects whose last holder let go) and, for objects still held, rebroadcast
+/// and the stall report.
 class lane_base {
  public:
   lane_base(const void* key, batch& owner, queue_base& q) noexcept : key_(key), batch_(&owner), queue_(&q) {}
@@ -109,10 +111,6 @@ class lane_base {
   virtual void rebroadcast(registrable_base& r) noexcept = 0;
   virtual bool has_rebroadcast() const noexcept = 0;
   virtual void report_stall(const registrable_base& r, std::size_t& reports) noexcept = 0;
-
-  // Round bookkeeping (rollback_many.hpp): how many objects have been unlisted / notified.
-  std::size_t unlisted = 0;
-  std::size_t notified = 0;
 
  protected:
   ~lane_base() = default;

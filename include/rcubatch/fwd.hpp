@@ -5,7 +5,8 @@
 // urcu-memb; a consumer target picks another one with the CMake function
 // `rcubatch_select_flavor(<target> qsbr)`, which defines RCUBATCH_DEFAULT_FLAVOR for that target only.
 //
-// This is the one place a default template argument is written: C++ forbids repeating one, so
+// This is the one place a class template's default argument is written (function templates
+// keep theirs where they are defined, e.g. with_flavor's flavor list): C++ forbids repeating one, so
 // each defining header includes this file and declares its templates without defaults
 // (tests/all_headers_test.cpp includes every header together and would not compile otherwise;
 // tests/fwd_test.cpp names each template below with its defaults, from this file alone).
@@ -34,6 +35,14 @@ struct mb;
 struct bp;
 }  // namespace flavor
 template <class... Flavors> struct flavor_list;  // flavor_list.hpp: liburcu_flavors, with_flavor
+class unknown_flavor;
+
+// phase.hpp, policy.hpp
+enum class phase : unsigned char;
+enum class phase_runs : unsigned char;
+enum class phase_entered : unsigned char;
+struct phase_row;
+struct hook_row;
 
 /// The flavor every template defaults to (see RCUBATCH_DEFAULT_FLAVOR above).
 using default_flavor = flavor::RCUBATCH_DEFAULT_FLAVOR;
@@ -60,7 +69,6 @@ struct domain_stats;
 template <class Flavor = default_flavor> class grace_domain;
 
 // ref_count.hpp, retire_node.hpp, registrable.hpp, unreg_queue.hpp
-class ref_release_listener;
 class ref_count;
 struct retire_node;
 enum class reg_state : unsigned char;
