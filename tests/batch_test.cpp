@@ -40,7 +40,8 @@ TEST_F(batch_test, retired_sub_objects_are_freed_right_after_the_last_grace_peri
   EXPECT_EQ(s.retired, 2u);
   EXPECT_EQ(s.grace_periods, 2u);
   const std::vector<std::string> tail(log.end() - 6, log.end());
-  const std::vector<std::string> expected{"uninit:0", "GP", "free-sub:1", "free-sub:0", "destroy:1", "destroy:0"};
+  // Join order (uninit and the drain); untied retirees in the order they were retired.
+  const std::vector<std::string> expected{"uninit:1", "GP", "free-sub:0", "free-sub:1", "destroy:0", "destroy:1"};
   EXPECT_EQ(tail, expected);
 }
 
@@ -157,9 +158,10 @@ TEST_F(batch_test, retire_with_disposes_each_owners_sub_objects_right_after_it_e
   const batch_stats s = rollback_many(q, p, domain);
   EXPECT_EQ(s.retired, 7u);
   const std::vector<std::string> tail(log.end() - 11, log.end());
-  // Newest first (uninit and the drain); node 0's retirees in the order they were tied.
-  const std::vector<std::string> expected{"destroy:3", "sub:3a", "destroy:2", "sub:2a",      "destroy:1", "sub:1a",
-                                          "destroy:0", "sub:3x", "sub:2x",    "sub:1x", "sub:0a"};
+  // Join order (uninit and the drain); node 0's retirees in the order they were tied, each of
+  // nodes 1-3 tying one to node 0 between its own.
+  const std::vector<std::string> expected{"destroy:0", "sub:0a", "sub:1x",  "sub:2x", "sub:3x", "destroy:1",
+                                          "sub:1a",    "destroy:2", "sub:2a", "destroy:3", "sub:3a"};
   EXPECT_EQ(tail, expected);
 }
 

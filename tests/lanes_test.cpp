@@ -283,7 +283,7 @@ std::ptrdiff_t position(const std::vector<std::string>& log, const std::string& 
 }
 
 TEST_F(rollback_many_lanes, with_no_holder_every_stream_is_destroyed_before_its_session_in_one_pass) {
-  // ref_drain.hpp guarantee 3: the last lane first, newest first; nothing waits.
+  // ref_drain.hpp guarantee 3: the last lane first, each in join order; nothing waits.
   registry reg(2);
   two_sessions_two_streams(reg);
   reg.logging = true;

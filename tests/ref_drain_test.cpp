@@ -53,7 +53,7 @@ TEST(ref_drain, destroys_each_object_as_its_last_reference_drops_in_any_order) {
   for (node* n : nodes) q.push(*n);
   batch_stats stats;
   std::thread writer([&] { stats = rollback_many(q, ordering_policy{&order}, domain); });
-  // Release in an order unlike both queue order and the drain's newest-first order; wait for each
+  // Release in an order unlike both queue order (the drain's order) and its reverse; wait for each
   // destroy before the next put, so the recorded order can only be the release order.
   std::size_t released = 0;
   for (int id : {1, 0, 2}) {

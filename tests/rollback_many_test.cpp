@@ -116,9 +116,9 @@ TEST_F(rollback_many_counting, runs_the_phases_in_the_documented_order) {
       "notify:0", "notify:1",                        // round 1 queues 9
       "close_many:9,", "unlist:9", "notify:9",       // round 2, no GP in between
       "batch_notify",
-      "uninit:9", "uninit:1", "uninit:0",            // dependents first
+      "uninit:0", "uninit:1", "uninit:9",            // join order
       "GP",
-      "destroy:9", "destroy:1", "destroy:0"};        // nothing held: newest first
+      "destroy:0", "destroy:9", "destroy:1"};        // join order; 1 waits for its dependent 9
   EXPECT_EQ(log, expected);
 }
 

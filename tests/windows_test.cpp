@@ -503,7 +503,7 @@ struct drain_windows : counting_test<drain_tag> {
 TEST_F(drain_windows, a_put_after_the_drain_started_waiting_wakes_it) {
   for (int round = 0; round < 20; ++round) {
     std::atomic<item*> s1{nullptr}, s2{nullptr};
-    auto trigger = make_item(s1);  // pushed first: scanned last (newest first)
+    auto trigger = make_item(s1);  // pushed last: scanned after `held` (join order)
     auto held = make_item(s2);
     held->refs().hold();
     holder h;
@@ -512,7 +512,7 @@ TEST_F(drain_windows, a_put_after_the_drain_started_waiting_wakes_it) {
     rollback_options opts;
     opts.drain = quiet_drain();
     const batch_stats st = run_or_die("a put after the drain began waiting did not wake it (lost wake-up)",
-                                      {trigger.get(), held.get()}, {.trigger = trigger.get(), .h = &h}, opts);
+                                      {held.get(), trigger.get()}, {.trigger = trigger.get(), .h = &h}, opts);
     h.join();
     ASSERT_EQ(held->poison.load(), kPoison);
     EXPECT_EQ(st.stall_reports, 0u) << "woken by the stall timer, not by the put";
@@ -557,7 +557,7 @@ TEST_F(drain_windows, an_object_still_held_once_is_not_destroyed) {
     ++reports;
     rcv.notify_all();
   };
-  run_or_die("an object held twice was never freed", {trigger.get(), held.get()}, {.trigger = trigger.get(), .h = &h},
+  run_or_die("an object held twice was never freed", {held.get(), trigger.get()}, {.trigger = trigger.get(), .h = &h},
              opts);
   h.join();
   EXPECT_TRUE(alive_while_held) << "destroyed while one reference was still held";

@@ -33,7 +33,7 @@
 // retire(U*) allocates one small node (retire(retire_node&) allocates none). retire_with is O(1)
 // when the owner is new or was the last one tied to (retire_with(obj, ...) from obj's own hook),
 // else O(retirees tied so far); an owner's release finds its retirees in O(1) when owners are
-// released in the order they were first tied to (uninit and the drain both go newest first), else
+// released in the order they were first tied to (uninit and the drain both go in join order), else
 // in O(retirees still tied).
 #pragma once
 
@@ -98,6 +98,7 @@ class lane_base {
 
   /// Takes the dependent `r` (registered, in no running batch) into this lane: out of the queue
   /// it sits in, if any, to the tail of this lane's queue. Its batch and dismantle flag follow.
+  /// O(1), or O(its position in that queue) when it sat in one (the queue is singly linked).
   void adopt(registrable_base& r) noexcept {
     if (registrable_access::owner(r) != nullptr) queue_access::remove_from_owner(r);
     objects().push_back(r);
@@ -105,7 +106,7 @@ class lane_base {
   }
 
   /// Destroys every object of this lane whose count drained and told the drain (the drain's
-  /// rescan, newest first); returns how many. Complexity: O(objects still held in this lane).
+  /// rescan, in join order); returns how many. Complexity: O(objects still held in this lane).
   virtual std::size_t release_told() noexcept = 0;
   /// The policy's rebroadcast and the stall line, for an object still held.
   virtual void rebroadcast(registrable_base& r) noexcept = 0;

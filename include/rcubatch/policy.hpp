@@ -14,13 +14,20 @@
 //  unlist(T&) noexcept  (required*)         | unlist       | per object; → unregistering   | held            | unlink from RCU indexes     | free, block on a GP
 //  notify(T&, batch&) / notify(T&)          | notify       | per object, round by round    | held            | b.queue(dependent), unlink  | free, block on a GP
 //  batch_notify(batch&) noexcept            | batch_notify | once per lane                 | held            | container-wide unlinks      | queue, free, block
-//  uninit(T&, batch&) / uninit(T&)          | uninit       | per object, dependents first  | held            | unlink, b.retire*, note_... | queue, free, block
+//  uninit(T&, batch&) / uninit(T&)          | uninit       | per object, lanes last to     | held            | unlink, b.retire*, note_... | queue, free, block
+//                                           |              | first, each in join order (o) |                 |                             |
 //    returns void or bool (false: "I unlinked nothing readers can reach")
 //  rebroadcast(T&) noexcept, name(const T&) | ref_drain    | objects still held            | held (re-taken) | ask holders to let go       | block
 //  destroy(T*) noexcept (default: delete)   | ref_drain    | per object, as its refs drop; | released (udw)  | free the object             | touch the registry's
 //                                           |              | after its dependents; then    |                 |                             | indexes (lock not held)
 //                                           |              | its retire_with sub-objects   |                 |                             |
 //
+// (o) Join order: the queued objects, then the dependents queued from their notify, so within a
+// lane a parent's uninit runs before its dependents' (the kernel's ndo_uninit goes in list order
+// too); a later lane's objects (typically the dependents) go before an earlier lane's. It was
+// newest first until 2026-12-01: walking forwards is what lets the queue be singly linked (an
+// 8-byte hook, registrable.hpp) and was cheaper (issue 13's A/B). An uninit must not rely on
+// a dependent's uninit having run; destroys still go dependents first (ref_drain.hpp).
 // (udw) = only under unlock_during_waits; otherwise held. destroy runs without the lock under
 // unlock_during_waits on purpose: the object is unreachable, and re-taking the lock per object
 // would serialize every destroy against the other writers (the kernel's netdev_run_todo frees

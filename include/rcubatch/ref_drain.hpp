@@ -14,8 +14,10 @@
 //      object to queue a dependent is its parent; later ones add no edge. The edge also holds
 //      across batches (a dependent already in another writer's running batch).
 //   3. Objects that are not held and whose dependents are gone are destroyed in one pass, lanes
-//      in reverse order (the last lane passed to rollback_many first), newest first within a lane,
-//      so dependents of the common shape go before their parents with no waiting at all. For such
+//      in reverse order (the last lane passed to rollback_many first), in join order within a
+//      lane, so dependents in a later lane go before their parents with no waiting at all; a
+//      parent whose dependent sits later in its own lane waits for the drain's first rescan
+//      (guarantee 2 holds it until that dependent is destroyed). For such
 //      an object the draining mark, the state and destroy are one fused step (ref_count::
 //      try_drain_unheld): the mark stays, so a late hold() is still diagnosed (hold_after_drain).
 //   4. A held object delays only itself and its ancestors: nobody else, and no retiree that is
@@ -26,14 +28,15 @@
 // It sleeps on a condition variable that the last put() signals — no polling, no fixed sleeps.
 // The put finds the drain through its object's queue and marks the count told under the drain's
 // lock (ref_count.hpp); there is no ready chain through the objects: on each wake-up the drain
-// rescans the objects it still holds (lanes last to first, newest first) and destroys the told
+// rescans the objects it still holds (lanes last to first, join order) and destroys the told
 // ones. No allocation on put(), and no lost wake-up: the count and the draining mark change in
 // one atomic, and the told mark and the wake-up flag are set under the same lock.
 // Complexity: O(H) per wake-up for H objects still held. Worst case O(H²) over a drain: H held
 // objects let go one at a time, each put waking the drain (puts that land together share a
 // rescan), or a chain of parents each released by its child where the scan meets each parent
-// before its child (a parent queued after its dependent, e.g. in a later lane), one rescan per
-// link. A cascade's usual chain (dependents queued after their parents) goes in one rescan.
+// before its child (a chain within one lane, which the scan walks in join order, or a parent in a
+// later lane than its dependent), one rescan per link. Dependents one level deep in the parents'
+// lane go in one rescan; dependents in a later lane than their parents, in none.
 // While objects remain it wakes on two timers (drain_options):
 //   - every rebroadcast_interval (1 s): calls the policy's rebroadcast(obj) for each, under the
 //     writer lock, so holders that cache references (the dst cache analogue) can let go;

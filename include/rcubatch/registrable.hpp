@@ -20,11 +20,11 @@
 // its queue, which a running batch works on in place (the flag turns on for the whole batch at once). All of that is private: the intrusive hook is a member, not
 // a base, so a user type gains no unlink() or swap_nodes() that could corrupt a running batch.
 //
-// Size: 40 bytes on x86-64 (g++ 12, 2026-12-01; 88 with a per-object lane pointer and dismantle
+// Size: 32 bytes on x86-64 (g++ 12, 2026-12-01; 88 with a per-object lane pointer and dismantle
 // flag, 80 with a 24-byte ref_count, 64 with the drain's ready chain, 56 with its own list of
-// tied retirees, 48 with a 64-bit count): ref_count 4 (one word: count, draining and told marks)
-// and state 1 (+3; a bit of it says whether retirees are tied to it) share 8, list hook 16,
-// queue 8, parent edge 8. Issue 13's goal of 32 (an 8-byte slist hook) is not reached yet.
+// tied retirees, 48 with a 64-bit count, 40 with a doubly linked hook): ref_count 4 (one word:
+// count, draining and told marks) and state 1 (+3; a bit of it says whether retirees are tied to
+// it) share 8, singly linked hook 8, queue 8, parent edge 8.
 //
 // One registrable base per object: a type that derives from registrable<A> and registrable<B>
 // is refused wherever rcubatch looks for the base (registrable_type_t).
@@ -40,8 +40,8 @@
 #include <string_view>
 #include <type_traits>
 
-#include <boost/intrusive/list.hpp>
-#include <boost/intrusive/list_hook.hpp>
+#include <boost/intrusive/slist.hpp>
+#include <boost/intrusive/slist_hook.hpp>
 
 #include "rcubatch/fwd.hpp"
 #include "rcubatch/misuse.hpp"
@@ -91,8 +91,11 @@ class counted_base {
   friend struct registrable_access;
 };
 
-/// safe_link: the hook knows whether it is linked, which is how queues stay idempotent.
-using unreg_hook = boost::intrusive::list_member_hook<boost::intrusive::link_mode<boost::intrusive::safe_link>>;
+/// safe_link: the hook knows whether it is linked, which is how queues stay idempotent. Singly
+/// linked (one pointer, 8 bytes): every pass of a batch walks its queue forwards, and taking an
+/// object out of the middle of a queue (unreg_queue::remove, a re-push, a cascade taking a
+/// dependent from an idle queue) is rare enough to pay O(its position) for the previous node.
+using unreg_hook = boost::intrusive::slist_member_hook<boost::intrusive::link_mode<boost::intrusive::safe_link>>;
 
 /// The type-independent part of registrable<T>: what queues, batches and the drain work on.
 class registrable_base : private counted_base {
@@ -163,8 +166,9 @@ class registrable_base : private counted_base {
   // drain runs without the writer lock (a cascade reaching it, unlock_during_waits).
   std::atomic<queue_base*> owner_{nullptr};
   // The object that queued it as a dependent (it holds a reference on that parent until it is
-  // destroyed), or kParentGone once it was destroyed. Atomic: a writer in another batch may
-  // record itself as parent while this object's own drain releases it (unlock_during_waits).
+  // destroyed), or kParentGone once a drain running without the writer lock released it. Atomic:
+  // a writer in another batch may record itself as parent while this object's own drain
+  // releases it (unlock_during_waits).
   std::atomic<registrable_base*> parent_{nullptr};
 };
 
@@ -214,9 +218,10 @@ class queue_base {
  private:
   friend struct registrable_access;
   friend struct queue_access;
-  using list_type = boost::intrusive::list<registrable_base,
-                                           boost::intrusive::member_hook<registrable_base, unreg_hook, &registrable_base::hook_>,
-                                           boost::intrusive::constant_time_size<true>>;
+  // cache_last: push_back in O(1) (queues keep join order).
+  using list_type = boost::intrusive::slist<registrable_base,
+                                            boost::intrusive::member_hook<registrable_base, unreg_hook, &registrable_base::hook_>,
+                                            boost::intrusive::constant_time_size<true>, boost::intrusive::cache_last<true>>;
   list_type list_;
   std::atomic<lane_base*> lane_{nullptr};
   std::atomic<bool> dismantle_{false};
@@ -271,6 +276,15 @@ struct registrable_access {
   static void set_drain(queue_base& q, drain_listener* d) noexcept { q.drain_.store(d, std::memory_order_relaxed); }
   static drain_listener* drain_of(const queue_base& q) noexcept { return q.drain_.load(std::memory_order_relaxed); }
   static list& list_of(queue_base& q) noexcept { return q.list_; }
+  /// Takes `o` out of `l`, where it is linked: O(1) at the head, else O(its position) (singly
+  /// linked: the walk finds the node before it).
+  static void erase(list& l, registrable_base& o) noexcept {
+    if (&l.front() == &o) {
+      l.pop_front();
+    } else {
+      l.erase(l.iterator_to(o));
+    }
+  }
   /// The drain side of an object's count (ref_count's private half).
   static bool try_drain_unheld(registrable_base& o) noexcept { return o.refs().try_drain_unheld(); }
   static bool begin_drain(registrable_base& o) noexcept { return o.refs().begin_drain(); }

@@ -242,15 +242,15 @@ class typed_lane : public lane_base {
     if constexpr (hooks_type::has_batch_notify) timed(stats, phase::batch_notify, [&] { hooks_.batch_notify(b); });
   }
 
-  /// uninit (phase.hpp), newest first (dependents before the objects they hang from). Returns whether any
-  /// hook may have unlinked something readers can reach.
+  /// uninit (phase.hpp), in join order (the kernel's ndo_uninit order: the objects queued first,
+  /// then the dependents they queued). Returns whether any hook may have unlinked something
+  /// readers can reach.
   bool uninit_all(batch& b, batch_stats& stats) noexcept {
     bool unlinked = false;
     if constexpr (hooks_type::has_uninit) {
       timed(stats, phase::uninit, [&] {
-        using rev = registrable_list::reverse_iterator;
-        prefetcher<rev> ahead(objects().rbegin(), objects().rend());
-        for (rev it = objects().rbegin(); it != objects().rend(); ++it) {
+        prefetcher<iterator> ahead(objects().begin(), objects().end());
+        for (iterator it = objects().begin(); it != objects().end(); ++it) {
           ahead.step();
           unlinked |= hooks_.uninit(access::downcast<T>(*it), b);
         }
@@ -268,36 +268,39 @@ class typed_lane : public lane_base {
   void drain_scan(ref_drain& d, bool writers_may_race) noexcept {
     registrable_list& objs = objects();
     access::set_drain(queue(), &d);  // before any count is marked: the last put() finds d this way
-    using rev = registrable_list::reverse_iterator;
-    prefetcher<rev> ahead(objs.rbegin(), objs.rend());
-    for (auto it = objs.end(); it != objs.begin();) {
+    prefetcher<iterator> ahead(objs.begin(), objs.end());
+    for (iterator prev = objs.before_begin(), it = objs.begin(); it != objs.end(); it = std::next(prev)) {
       ahead.step();
-      registrable_base& r = *--it;
+      registrable_base& r = *it;
       if (access::try_drain_unheld(r)) {
-        it = objs.erase(it);
+        objs.erase_after(prev);
         release(r, writers_may_race);
         continue;
       }
       access::set_state(r, reg_state::unregistered);
       if (access::begin_drain(r)) {  // its last holder let go since the check
-        it = objs.erase(it);
+        objs.erase_after(prev);
         release(r, writers_may_race);
       } else {
         ++d.held;
+        prev = it;
       }
     }
   }
 
-  /// The drain's rescan: only held objects are left in the list after drain_scan. Newest first,
-  /// so a dependent's destroy, which puts its parent's last reference, frees a parent queued
-  /// before it in the same scan.
+  /// The drain's rescan: only held objects are left in the list after drain_scan, in join order.
+  /// A dependent's destroy that puts its parent's last reference frees a parent queued after it
+  /// in the same scan, one queued before it in the next.
   std::size_t release_told() noexcept override {
     std::size_t released = 0;
     registrable_list& objs = objects();
-    for (auto it = objs.end(); it != objs.begin();) {
-      registrable_base& r = *--it;
-      if (!access::drained_and_told(r)) continue;
-      it = objs.erase(it);
+    for (iterator prev = objs.before_begin(), it = objs.begin(); it != objs.end(); it = std::next(prev)) {
+      registrable_base& r = *it;
+      if (!access::drained_and_told(r)) {
+        prev = it;
+        continue;
+      }
+      objs.erase_after(prev);
       release(r, true);  // the slow path: the locked exchange costs nothing here
       ++released;
     }
@@ -335,23 +338,36 @@ class typed_lane : public lane_base {
   /// it held on its parent is put (which may free the parent in turn).
   /// The owner (the queue) is kept until destroy returns; being unlinked and released, the object
   /// no longer counts as in the queue (contains) nor in the batch (registrable_access::lane).
-  void release(registrable_base& r, bool writers_may_race) noexcept {
-    retire_fifo tied;  // its retirees, kept by the batch: taken out while r still exists
-    if (access::has_tied(r)) batch_access::take_tied_to(owner_batch(), r, tied);  // before set_released clears the bit
-    access::set_released(r, queue().dismantling());
-    // Only a writer in another batch can set parent_ concurrently (batch::record_parent), and only
-    // while this batch has released the lock; otherwise a plain load and store do, which keeps a
-    // locked RMW out of the per-object pass (a lock op stalls on every cache miss).
-    registrable_base* parent;
-    if (writers_may_race) {
-      parent = access::parent(r).exchange(kParentGone, std::memory_order_acq_rel);
-    } else {
-      parent = access::parent(r).load(std::memory_order_relaxed);
-      access::parent(r).store(kParentGone, std::memory_order_relaxed);
+  /// Inlined into the drain's pass (the common case is a few loads and stores on a line already
+  /// in cache; a call per object was measurable). An object with tied retirees takes the
+  /// out-of-line path.
+  [[gnu::always_inline]] void release(registrable_base& r, bool writers_may_race) noexcept {
+    if (access::has_tied(r)) [[unlikely]] {
+      release_with_tied(r, writers_may_race);
+      return;
     }
+    access::set_released(r, queue().dismantling());
+    registrable_base* const parent = take_parent(r, writers_may_race);
+    hooks_.destroy(&access::downcast<T>(r));
+    if (parent != nullptr) parent->refs().put();
+  }
+  [[gnu::noinline]] void release_with_tied(registrable_base& r, bool writers_may_race) noexcept {
+    retire_fifo tied;  // its retirees, kept by the batch: taken out while r still exists
+    batch_access::take_tied_to(owner_batch(), r, tied);  // before set_released clears the bit
+    access::set_released(r, queue().dismantling());
+    registrable_base* const parent = take_parent(r, writers_may_race);
     hooks_.destroy(&access::downcast<T>(r));
     dispose_all(tied);
     if (parent != nullptr) parent->refs().put();
+  }
+  /// The parent edge of an object being released, and no edge recorded after it (kParentGone).
+  /// Only a writer in another batch can record one concurrently (batch::record_parent), and only
+  /// while this batch has released the lock: then a locked exchange. Otherwise every writer's
+  /// hooks are behind the lock this batch holds, and none can reach a released object, so a
+  /// plain load does (no locked RMW in the per-object pass: a lock op stalls on each miss).
+  static registrable_base* take_parent(registrable_base& r, bool writers_may_race) noexcept {
+    if (writers_may_race) return access::parent(r).exchange(kParentGone, std::memory_order_acq_rel);
+    return access::parent(r).load(std::memory_order_relaxed);
   }
 
   unreg_queue<T>& queue_;
@@ -479,8 +495,8 @@ class rollback_engine {
     each([&](auto& l) { l.batch_notify(batch_, stats_); });
   }
 
-  /// Phase uninit: last lane first, newest object first (dependents before the objects they hang
-  /// from). Returns whether any hook may have unlinked something readers can reach.
+  /// Phase uninit: last lane first, each lane in join order (policy.hpp says why). Returns whether
+  /// any hook may have unlinked something readers can reach.
   bool uninit() noexcept {
     bool unlinked = false;
     each_reversed([&](auto& l) { unlinked |= l.uninit_all(batch_, stats_); });

@@ -36,7 +36,7 @@ struct queue_access;
 template <class T, class BaseIterator>
 class typed_iterator {
  public:
-  using iterator_category = std::bidirectional_iterator_tag;
+  using iterator_category = std::forward_iterator_tag;  // the queue is singly linked
   using value_type = std::remove_const_t<T>;
   using difference_type = std::ptrdiff_t;
   using pointer = T*;
@@ -62,15 +62,6 @@ class typed_iterator {
   typed_iterator operator++(int) noexcept {
     typed_iterator old = *this;
     ++it_;
-    return old;
-  }
-  typed_iterator& operator--() noexcept {
-    --it_;
-    return *this;
-  }
-  typed_iterator operator--(int) noexcept {
-    typed_iterator old = *this;
-    --it_;
     return old;
   }
   friend bool operator==(const typed_iterator& a, const typed_iterator& b) noexcept { return a.it_ == b.it_; }
@@ -138,9 +129,11 @@ class unreg_queue : private detail::queue_base {
   /// U needs T's destructor virtual — a compile error otherwise; see check_queueable_type).
   /// Returns: false if it was refused under misuse_policy::report.
   /// Throws: misuse_error under misuse_policy::throw_error, changing nothing.
-  /// Complexity: O(1), no allocation.
+  /// Complexity: O(1), no allocation; O(its position) for an object already in a queue (the
+  /// queue is singly linked: taking it out needs the node before it). Always inlined: a call per
+  /// push was measurable in a batch's cost (issue 13's A/B); the diagnostics stay out of line.
   template <class U>
-  bool push(U& obj) {
+  [[gnu::always_inline]] bool push(U& obj) {
     detail::check_queueable_type<T, U>();
     detail::registrable_base& r = static_cast<registrable<T>&>(static_cast<T&>(obj));
     if (!detail::check_queueable(r, "unreg_queue::push")) return false;
@@ -154,7 +147,8 @@ class unreg_queue : private detail::queue_base {
     }
     detail::queue_base* const owner = access::owner(r);
     if (owner == this) {
-      list().erase(list().iterator_to(r));
+      if (&list().back() == &r) return true;  // already the tail
+      access::erase(list(), r);
     } else if (owner != nullptr) {
       detail::diagnose(misuse_kind::queued_in_other_queue,
                        "unreg_queue::push: object already sits in another unregistration queue; "
@@ -167,11 +161,11 @@ class unreg_queue : private detail::queue_base {
   }
 
   /// Effects: removes `obj` if it is queued here and no batch runs on this queue; no effect
-  /// otherwise. Complexity: O(1).
+  /// otherwise. Complexity: O(1) for the head, else O(its position) (the queue is singly linked).
   void remove(T& obj) noexcept {
     detail::registrable_base& r = static_cast<registrable<T>&>(obj);
     if (!contains(obj) || running_lane() != nullptr) return;
-    list().erase(list().iterator_to(r));
+    access::erase(list(), r);
     access::set_owner(r, nullptr);
   }
 
@@ -201,8 +195,7 @@ class unreg_queue : private detail::queue_base {
 
   // Only queues are owners here: objects in a running batch are refused by check_queueable.
   static void unlink_from_other_queue(detail::registrable_base& r) noexcept {
-    detail::queue_base* other = access::owner(r);
-    access::list_of(*other).erase(access::list_of(*other).iterator_to(r));
+    access::erase(access::list_of(*access::owner(r)), r);
     access::set_owner(r, nullptr);
   }
 };
@@ -213,10 +206,9 @@ struct queue_access {
   template <class T>
   static queue_base& base(unreg_queue<T>& q) noexcept { return q; }
   /// Takes `r` out of the queue that owns it (a cascade stealing a dependent from a queue no
-  /// batch runs on).
+  /// batch runs on). O(its position in that queue).
   static void remove_from_owner(registrable_base& r) noexcept {
-    queue_base* q = registrable_access::owner(r);
-    registrable_access::list_of(*q).erase(registrable_access::list_of(*q).iterator_to(r));
+    registrable_access::erase(registrable_access::list_of(*registrable_access::owner(r)), r);
     registrable_access::set_owner(r, nullptr);
   }
 };
