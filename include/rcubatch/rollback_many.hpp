@@ -51,13 +51,13 @@
 // the 2-vCPU test VM, memb, one busy reader, 10,000 objects (examples/demo, 2026-11-30): 70 ns per
 // object in all, queueing included, ~45 µs of it the two grace periods; one GP per object instead
 // costs ~19 µs per object; the same teardown written by hand with no library, ~32 ns per object.
-// The difference is memory traffic: each pass over the batch touches every object once, so the
-// passes prefetch a few nodes ahead (kPrefetchAhead) and there is no pass to adopt the queue.
-// Measured 2026-12-01 14:50 UTC (teardown_demo --json, 20 interleaved runs of 21 rounds, load
-// average 7-8 from other builds, every round in the VM's slow state): ratio to the hand-written
-// floor, median of the runs' medians, 1.84 before the no-adopt change, 1.33 after it, 1.22-1.33
-// with the fused drain and prefetch (within noise of each other). Several lanes add one indirect
-// call per lane per phase, none per object.
+// The difference is passes: the library walks the objects four times (the queue's push, unlist,
+// uninit, the drain), the floor twice plus once over its own array of pointers; each pass costs
+// a few ns per object in loop work and misses. So there is no pass to adopt the queue, uninit and
+// the drain walk forwards (as the list and the hardware prefetcher do), and the unlist and uninit
+// passes prefetch a few nodes ahead (kPrefetchAhead). The ratio to the floor, measured with each
+// change, is in the README ("Measured", issue 13). Several lanes add one indirect call per lane
+// per phase, none per object.
 // bench/RESULTS.md compares it with call_rcu, libcds and DPDK.
 #pragma once
 
@@ -132,14 +132,16 @@ struct batch_access {
 /// The passes keep end() (the list's header, fixed for the list's life) and their running results
 /// in locals: a hook's stores may alias the lane and the queue as far as the compiler knows, so
 /// it reloaded them per object (2 ns of uninit's 8.6 per object, issue 13's A/B).
-/// How many nodes ahead a pass prefetches. Each pass over N scattered objects is bound by cache
-/// misses; following the list a few nodes ahead overlaps the next miss with this object's work.
+///
+/// How many nodes ahead the unlist and uninit passes prefetch: following the list a few nodes
+/// ahead overlaps the next miss with this object's work (without it the demo's ratio to its floor
+/// rose by ~0.07). The drain does without: there the cursor's own chase cost as much as it saved
+/// (1.42 with it, 1.39 without, in one interleaved run of 60 rounds each).
 inline constexpr int kPrefetchAhead = 4;
 
 /// A cursor kPrefetchAhead nodes ahead of a pass, prefetching each node it reaches (the node's
 /// own lines, where its hook and header are, for writing). step() once per object of the pass.
-/// It only follows links the pass itself will follow, so it reads no freed node: passes that
-/// destroy (drain_scan) take the next node before destroying the current one.
+/// It only follows links the pass itself will follow, and no pass that uses it frees a node.
 template <class It>
 class prefetcher {
  public:
@@ -275,12 +277,11 @@ class typed_lane : public lane_base {
   /// passes through unregistered without a store of its own: no other thread can observe the
   /// object between the two, as nobody holds it and no reader can reach it after the last GP).
   void drain_scan(ref_drain& d, bool writers_may_race) noexcept {
+    dismantling_ = queue().dismantling();
     registrable_list& objs = objects();
     access::set_drain(queue(), &d);  // before any count is marked: the last put() finds d this way
     const iterator end = objs.end();
-    prefetcher<iterator> ahead(objs.begin(), end);
     for (iterator prev = objs.before_begin(), it = objs.begin(); it != end; it = std::next(prev)) {
-      ahead.step();
       registrable_base& r = *it;
       if (access::try_drain_unheld(r)) {
         objs.erase_after(prev);
@@ -356,7 +357,7 @@ class typed_lane : public lane_base {
       release_with_tied(r, writers_may_race);
       return;
     }
-    access::set_released(r, queue().dismantling());
+    access::set_released(r, dismantling_);
     registrable_base* const parent = take_parent(r, writers_may_race);
     hooks_.destroy(&access::downcast<T>(r));
     if (parent != nullptr) parent->refs().put();
@@ -385,6 +386,7 @@ class typed_lane : public lane_base {
   iterator unlisted_;  // the last object unlisted so far (end(): none)
   iterator notified_;  // the last object notified so far (end(): none)
   const drain_options* drain_opts_ = nullptr;
+  bool dismantling_ = false;  // the queue's dismantle flag, read once per drain for every release
 };
 
 /// The lanes of one batch, built in place (a lane is not movable: objects point at it). Each
