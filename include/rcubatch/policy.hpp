@@ -23,8 +23,8 @@
 //                                           |              | its retire_with sub-objects   |                 |                             |
 //
 // (o) Join order: the queued objects, then the dependents queued from their notify, so within a
-// lane a parent's uninit runs before its dependents' (the kernel's ndo_uninit goes in list order
-// too); a later lane's objects (typically the dependents) go before an earlier lane's. It was
+// lane a parent's uninit runs before its dependents' (unregister_netdevice_many calls ndo_uninit
+// in list order too); a later lane's objects (typically the dependents) go before an earlier lane's. It was
 // newest first until 2026-12-01: walking forwards is what lets the queue be singly linked (an
 // 8-byte hook, registrable.hpp) and was cheaper (issue 13's A/B). An uninit must not rely on
 // a dependent's uninit having run; destroys still go dependents first (ref_drain.hpp).

@@ -250,9 +250,8 @@ class typed_lane : public lane_base {
     if constexpr (hooks_type::has_batch_notify) timed(stats, phase::batch_notify, [&] { hooks_.batch_notify(b); });
   }
 
-  /// uninit (phase.hpp), in join order (the kernel's ndo_uninit order: the objects queued first,
-  /// then the dependents they queued). Returns whether any hook may have unlinked something
-  /// readers can reach.
+  /// uninit (phase.hpp), in join order: the objects queued first, then the dependents they queued
+  /// (policy.hpp says why). Returns whether any hook may have unlinked something readers can reach.
   bool uninit_all(batch& b, batch_stats& stats) noexcept {
     bool unlinked = false;
     if constexpr (hooks_type::has_uninit) {
