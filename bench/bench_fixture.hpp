@@ -42,9 +42,9 @@ inline double seconds_since(clock::time_point t0) {
 /// One registry entry. Derives from registrable so the library path can use it; the other paths
 /// never call mark_registered, so the object stays "uninitialized" and may be deleted directly.
 ///
-/// Layout (three cache lines): the writer's fields — registrable's hook, state, owner, ref count,
-/// the rcu_head and the list links — fill lines 0 and 1; what lookups read (key, hash_next,
-/// payload) has line 2 to itself, so a teardown writes no line a reader is reading except the
+/// Layout (two cache lines): the writer's fields — registrable's 32 bytes (hook, state, owner,
+/// ref count, parent edge), the rcu_head and the list links — fill line 0; what lookups read
+/// (key, hash_next, payload) has line 1 to itself, so a teardown writes no line a reader is reading except the
 /// hash links it has to change (shared/DESIGN.md: false sharing cost 25% of the floor). A
 /// registry built on rcubatch should lay its objects out the same way.
 struct bench_object : rcubatch::registrable<bench_object> {
@@ -56,7 +56,7 @@ struct bench_object : rcubatch::registrable<bench_object> {
   std::uint64_t payload = 0;                          // read by readers on a hit
   std::uint64_t tail_pad[5] = {};                     // glibc may write prev_size here once freed
 };
-static_assert(sizeof(bench_object) == 192, "bench_object: three cache lines, readers' fields alone in the last");
+static_assert(sizeof(bench_object) == 128, "bench_object: two cache lines, readers' fields alone in the second");
 
 /// Keeps glibc from giving heap pages back during a run (see the file comment: floor safety) and
 /// from serving the 1e6-object vectors with fresh mmaps each iteration.
