@@ -130,12 +130,28 @@ class unreg_queue : private detail::queue_base {
   /// Returns: false if it was refused under misuse_policy::report.
   /// Throws: misuse_error under misuse_policy::throw_error, changing nothing.
   /// Complexity: O(1), no allocation; O(its position) for an object already in a queue (the
-  /// queue is singly linked: taking it out needs the node before it). Always inlined: a call per
-  /// push was measurable in a batch's cost (issue 13's A/B); the diagnostics stay out of line.
+  /// queue is singly linked: taking it out needs the node before it). The common case — a
+  /// registered object in no queue, pushed into a queue no batch runs on — is always inlined and
+  /// reads the object's owner and state once each (a call per push, and the general path's
+  /// repeated loads, were measurable in a batch's cost: issue 13's A/B); every other case, the
+  /// diagnostics included, takes the out-of-line path.
   template <class U>
   [[gnu::always_inline]] bool push(U& obj) {
     detail::check_queueable_type<T, U>();
     detail::registrable_base& r = static_cast<registrable<T>&>(static_cast<T&>(obj));
+    // In no queue means in no batch either (a batch runs on its queues' lists in place).
+    if (access::owner(r) == nullptr && r.state() == reg_state::registered && running_lane() == nullptr) [[likely]] {
+      list().push_back(r);
+      access::set_owner(r, this);
+      return true;
+    }
+    return push_other(r);
+  }
+
+ private:
+  /// push for everything but the common case: misuse (diagnosed), a re-push (to the tail), an
+  /// object in another queue (diagnosed, then moved here under misuse_policy::report).
+  [[gnu::noinline]] bool push_other(detail::registrable_base& r) {
     if (!detail::check_queueable(r, "unreg_queue::push")) return false;
     if (running_lane() != nullptr) [[unlikely]] {
       // The batch works on this queue's list in place: a push would slip an object into it
@@ -160,6 +176,7 @@ class unreg_queue : private detail::queue_base {
     return true;
   }
 
+ public:
   /// Effects: removes `obj` if it is queued here and no batch runs on this queue; no effect
   /// otherwise. Complexity: O(1) for the head, else O(its position) (the queue is singly linked).
   void remove(T& obj) noexcept {
