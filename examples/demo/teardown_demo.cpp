@@ -16,6 +16,12 @@
 // library can be faster than that, so it shows what rollback_many's bookkeeping (queue, states,
 // dismantle flag, ref drain) costs on top of the grace periods it saves.
 //
+// A fourth way is the floor of any intrusive queue: the same teardown by hand through a singly
+// linked chain in the objects themselves (link each at "push", then unlist, uninit and free each
+// walking the chain: the four passes rollback_many makes, with none of its checks or states).
+// Its ratio to the floor is what walking the objects instead of an array costs; rollback_many's
+// ratio to it, what the library's bookkeeping costs (issue 13).
+//
 // How the measurement is kept honest on a shared 2-vCPU VM whose cross-core cache-line cost flips
 // between two states (~60 ns and ~450 ns per round trip) every few seconds:
 //   - rounds: each round runs every way once, in a fresh random order (std::shuffle, seeded; the
@@ -34,7 +40,7 @@
 //     more than --gp-wait-limit-us for its two GPs (a reader preempted inside its read section),
 //     is left out of both states' figures and counted as disturbed.
 //   - one GP per object costs ~0.2 s a round at N = 10^4, so it runs only every M-th round
-//     (default: about three times per run); the batch and the floor run every round.
+//     (default: about three times per run); the batch and both floors run every round.
 #include <rcubatch.hpp>
 
 #include "median.hpp"
@@ -73,6 +79,7 @@ struct session : rcubatch::registrable<session> {
   explicit session(std::size_t i) : id(i) {}
   std::size_t id;
   std::atomic<std::uint64_t> poison{kAlive};
+  session* chain_next = nullptr;  // the chain floor's link only (the heap chunk stays 64 bytes)
 };
 
 /// Two RCU-readable indexes over the same sessions. Slots are std::atomic pointers: a release
@@ -311,6 +318,39 @@ result hand_written_floor(registry& reg, rcubatch::grace_domain<Flavor>& domain,
   return {dt.count(), domain.stats().grace_periods - before, gp.count()};
 }
 
+/// The floor of an intrusive queue: the hand-written teardown through a chain in the objects, in
+/// the order rollback_many walks its queue (join order), four passes and no checks.
+template <class Flavor>
+result chain_floor(registry& reg, rcubatch::grace_domain<Flavor>& domain) {
+  const auto before = domain.stats().grace_periods;
+  const auto t0 = std::chrono::steady_clock::now();
+  session* head = nullptr;
+  session** tail = &head;
+  for (auto& slot : reg.by_id) {
+    session* s = slot.load(std::memory_order_relaxed);
+    *tail = s;
+    tail = &s->chain_next;
+  }
+  *tail = nullptr;
+  for (session* s = head; s != nullptr; s = s->chain_next) reg.by_id[s->id].store(nullptr, std::memory_order_release);
+  const auto gp1 = std::chrono::steady_clock::now();
+  domain.synchronize();
+  const auto gp1_end = std::chrono::steady_clock::now();
+  for (session* s = head; s != nullptr; s = s->chain_next)
+    reg.by_hash[reg.hash_slot(s->id)].store(nullptr, std::memory_order_release);
+  const auto gp2 = std::chrono::steady_clock::now();
+  domain.synchronize();
+  const auto gp2_end = std::chrono::steady_clock::now();
+  for (session* s = head; s != nullptr;) {
+    session* next = s->chain_next;
+    destroy_session(s);
+    s = next;
+  }
+  const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
+  const std::chrono::duration<double> gp = (gp1_end - gp1) + (gp2_end - gp2);
+  return {dt.count(), domain.stats().grace_periods - before, gp.count()};
+}
+
 /// The time of one large malloc (and its free). A teardown's frees leave the small session chunks
 /// in glibc's fastbins; a request past the small-bin range makes malloc consolidate all of them
 /// first, so right after a teardown this is the heap consolidation its frees left for whoever
@@ -327,9 +367,9 @@ double time_large_malloc() {
   return dt.count();
 }
 
-enum way { per_object, batched, floor_way, kWays };
+enum way { per_object, batched, floor_way, chain_floor_way, kWays };
 constexpr const char* kWayNames[kWays] = {"one grace period per object", "rollback_many, one batch",
-                                          "by hand, no library (the floor)"};
+                                          "by hand, no library (the floor)", "by hand, a chain in the objects"};
 
 struct round_record {
   double seconds[kWays];        // NaN: the way did not run this round
@@ -412,9 +452,9 @@ int run(const options& opt) {
   doomed.reserve(n);
   rcubatch::batch_stats stats;
   bool batches_ok = true;
-  std::uint64_t per_object_gps = 0, batch_gps = 0, floor_gps = 0;
+  std::uint64_t per_object_gps = 0, batch_gps = 0, floor_gps = 0, chain_floor_gps = 0;
   for (int r = 0; r < opt.rounds; ++r) {
-    std::vector<way> order{batched, floor_way};
+    std::vector<way> order{batched, floor_way, chain_floor_way};
     if (every > 0 && r % every == 0) order.push_back(per_object);
     std::shuffle(order.begin(), order.end(), rng);
     round_record rec{};
@@ -423,7 +463,7 @@ int run(const options& opt) {
     rec.ping_before_ns = probe();
     for (way w : order) {
       time_large_malloc();  // untimed: the same heap state before every way (a no-op after --heap-probe)
-      reg.populate(/*for_library=*/w != floor_way);
+      reg.populate(/*for_library=*/w != floor_way && w != chain_floor_way);
       const long switches_before = involuntary_switches();
       result res{};
       switch (w) {
@@ -439,6 +479,10 @@ int run(const options& opt) {
         case floor_way:
           res = hand_written_floor(reg, domain, doomed);
           floor_gps = res.grace_periods;
+          break;
+        case chain_floor_way:
+          res = chain_floor(reg, domain);
+          chain_floor_gps = res.grace_periods;
           break;
         case kWays:
           break;
@@ -466,10 +510,11 @@ int run(const options& opt) {
       if (!std::isnan(rec.seconds[w]) && (!state || (rec.state == *state && !rec.disturbed))) v.push_back(rec.seconds[w]);
     return v;
   };
-  auto ratios = [&](round_record::state_t state) {
+  // Per-round ratios of way a to way b in one state (undisturbed rounds), or over every round.
+  auto ratios = [&](way a, way b, std::optional<round_record::state_t> state = std::nullopt) {
     std::vector<double> v;
     for (const auto& rec : rounds)
-      if (rec.state == state && !rec.disturbed) v.push_back(rec.seconds[batched] / rec.seconds[floor_way]);
+      if (!state || (rec.state == *state && !rec.disturbed)) v.push_back(rec.seconds[a] / rec.seconds[b]);
     return v;
   };
   auto pings = [&](std::optional<round_record::state_t> state) {
@@ -493,10 +538,9 @@ int run(const options& opt) {
     if (rec.disturbed) ++disturbed;
     else ++counts[rec.state];
   }
-  std::vector<double> all_ratios;
-  for (const auto& rec : rounds) all_ratios.push_back(rec.seconds[batched] / rec.seconds[floor_way]);
-  const double ratio_fast = median_of(ratios(round_record::fast)), ratio_slow = median_of(ratios(round_record::slow));
-  const double ratio_all = median_of(all_ratios);
+  const double ratio_fast = median_of(ratios(batched, floor_way, round_record::fast));
+  const double ratio_slow = median_of(ratios(batched, floor_way, round_record::slow));
+  const double ratio_all = median_of(ratios(batched, floor_way));
   const double per_obj = 1e9 / static_cast<double>(n);
   // The table: the batch and the floor over the undisturbed rounds (all rounds if none was); one
   // GP per object over every round it ran in (10,000 GPs in 0.1-0.7 s always meet some preemption).
@@ -507,7 +551,7 @@ int run(const options& opt) {
     return v.empty() ? column(w) : v;
   };
   const double med[kWays] = {median_of(table_column(per_object)), median_of(table_column(batched)),
-                             median_of(table_column(floor_way))};
+                             median_of(table_column(floor_way)), median_of(table_column(chain_floor_way))};
   const long poisoned = readers.poisoned.load();
   const std::string flavor(Flavor::name);
   std::string reader_cpus;
@@ -526,6 +570,15 @@ int run(const options& opt) {
     std::printf("\"gp_wait_limit_us\": %s, ", json_number(opt.gp_wait_limit_us, 0).c_str());
     std::printf("\"ratio_to_floor_fast\": %s, \"ratio_to_floor_slow\": %s, \"ratio_to_floor_all\": %s, ",
                 json_number(ratio_fast).c_str(), json_number(ratio_slow).c_str(), json_number(ratio_all).c_str());
+    std::printf("\"ratio_chain_floor_to_floor_fast\": %s, \"ratio_chain_floor_to_floor_slow\": %s, "
+                "\"ratio_chain_floor_to_floor_all\": %s, ",
+                json_number(median_of(ratios(chain_floor_way, floor_way, round_record::fast))).c_str(),
+                json_number(median_of(ratios(chain_floor_way, floor_way, round_record::slow))).c_str(),
+                json_number(median_of(ratios(chain_floor_way, floor_way))).c_str());
+    std::printf("\"ratio_to_chain_floor_fast\": %s, \"ratio_to_chain_floor_slow\": %s, \"ratio_to_chain_floor_all\": %s, ",
+                json_number(median_of(ratios(batched, chain_floor_way, round_record::fast))).c_str(),
+                json_number(median_of(ratios(batched, chain_floor_way, round_record::slow))).c_str(),
+                json_number(median_of(ratios(batched, chain_floor_way))).c_str());
     std::printf("\"pingpong_ns_median_fast\": %s, \"pingpong_ns_median_slow\": %s, \"pingpong_ns_median\": %s, ",
                 json_number(median_of(pings(round_record::fast)), 1).c_str(),
                 json_number(median_of(pings(round_record::slow)), 1).c_str(),
@@ -534,6 +587,9 @@ int run(const options& opt) {
                 state_median(batched, round_record::fast).c_str(), state_median(batched, round_record::slow).c_str());
     std::printf("\"floor_ns_per_object_fast\": %s, \"floor_ns_per_object_slow\": %s, ",
                 state_median(floor_way, round_record::fast).c_str(), state_median(floor_way, round_record::slow).c_str());
+    std::printf("\"chain_floor_ns_per_object_fast\": %s, \"chain_floor_ns_per_object_slow\": %s, ",
+                state_median(chain_floor_way, round_record::fast).c_str(),
+                state_median(chain_floor_way, round_record::slow).c_str());
     std::printf("\"per_object_gp_ns_per_object\": %s, \"per_object_gp_rounds\": %zu, \"speedup_batched\": %s, ",
                 json_number(med[per_object] * per_obj, 1).c_str(), column(per_object).size(),
                 json_number(med[per_object] / med[batched], 1).c_str());
@@ -560,7 +616,7 @@ int run(const options& opt) {
     std::printf("| %-31s | %12s | %12s | %-22s | %6s | %13s |\n", "way", "median", "per object", "min..max", "rounds",
                 "grace periods");
     std::printf("|---------------------------------|--------------|--------------|------------------------|--------|---------------|\n");
-    const std::uint64_t gps[kWays] = {per_object_gps, batch_gps, floor_gps};
+    const std::uint64_t gps[kWays] = {per_object_gps, batch_gps, floor_gps, chain_floor_gps};
     for (int w = 0; w < kWays; ++w) {
       const std::vector<double> v = table_column(static_cast<way>(w));
       if (v.empty()) {
@@ -585,6 +641,9 @@ int run(const options& opt) {
       std::printf("  %s state: %.2f over %d round(s) (medians: rollback_many %.1f, floor %.1f ns/object), ping-pong %.0f ns\n",
                   name, s == round_record::fast ? ratio_fast : ratio_slow, counts[s],
                   median_of(column(batched, s)) * per_obj, median_of(column(floor_way, s)) * per_obj, median_of(pings(s)));
+      std::printf("    the chain floor: %.2f of the floor (%.1f ns/object); rollback_many %.2f of the chain floor\n",
+                  median_of(ratios(chain_floor_way, floor_way, s)), median_of(column(chain_floor_way, s)) * per_obj,
+                  median_of(ratios(batched, chain_floor_way, s)));
     }
     std::printf("  all %d rounds: %.2f; left out of both states: %d mixed (the state changed within the round), %d disturbed\n"
                 "  (the writer was preempted, or a GP waited over %.0f us for a reader, in the batch or the floor)\n",
@@ -624,7 +683,7 @@ constexpr const char* kUsage =
     "                     [--per-object-every M] [--slow-threshold-ns T] [--gp-wait-limit-us L] [--no-pin]\n"
     "                     [--heap-probe] [--json]\n"
     "  --objects N            objects per teardown (default 10000)\n"
-    "  --rounds K             rounds; each runs the batch and the floor once, in random order (default 3;\n"
+    "  --rounds K             rounds; each runs the batch and both floors once, in random order (default 3;\n"
     "                         --repeat is the same option)\n"
     "  --readers R            reader threads (default 1)\n"
     "  --seed S               seed of the per-round order (default: random, printed)\n"
