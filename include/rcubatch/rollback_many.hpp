@@ -51,12 +51,14 @@
 // the 2-vCPU test VM, memb, one busy reader, 10,000 objects (examples/demo, 2026-11-30): 70 ns per
 // object in all, queueing included, ~45 µs of it the two grace periods; one GP per object instead
 // costs ~19 µs per object; the same teardown written by hand with no library, ~32 ns per object.
-// The difference is passes: the library walks the objects four times (the queue's push, unlist,
-// uninit, the drain), the floor twice plus once over its own array of pointers; each pass costs
-// a few ns per object in loop work and misses. So there is no pass to adopt the queue, uninit and
-// the drain walk forwards (as the list and the hardware prefetcher do), and the unlist and uninit
+// The library walks the objects four times (the queue's push, unlist, uninit, the drain), the
+// floor twice plus once over its own array of pointers. The walks alone, written by hand with no
+// checks (the demo's chain floor), cost 1.06x the floor at N = 10^4 and 1.34x at N = 10^6
+// (2026-12-02); the rest is per-object bookkeeping (push's checks, the states readers may read,
+// the draining mark, the parent edge). So there is no pass to adopt the queue, uninit and the
+// drain walk forwards (as the list and the hardware prefetcher do), and the unlist and uninit
 // passes prefetch a few nodes ahead (kPrefetchAhead). The ratio to the floor, measured with each
-// change, is in the README ("Measured", issue 13). Several lanes add one indirect call per lane
+// change, is in the README ("Measurements", issue 13). Several lanes add one indirect call per lane
 // per phase, none per object.
 // bench/RESULTS.md compares it with call_rcu, libcds and DPDK.
 #pragma once
@@ -133,7 +135,7 @@ struct batch_access {
 /// and the policy's address (unlist, uninit) in locals: a hook's stores may alias the lane and the
 /// queue as far as the compiler knows, so it reloaded them per object (2 ns of uninit's 8.6 per
 /// object for end() and the results, issue 13's A/B; the policy's address, with push's common
-/// case inline, took the demo's ratio to its floor from 1.37–1.44 to 1.29–1.30 in 4 interleaved runs).
+/// case inline, took the demo's ratio to its floor from 1.36–1.44 to 1.28–1.30: README, "Measurements").
 ///
 /// How many nodes ahead the unlist and uninit passes prefetch: following the list a few nodes
 /// ahead overlaps the next miss with this object's work (without it the demo's ratio to its floor
