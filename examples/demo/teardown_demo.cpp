@@ -292,63 +292,78 @@ result one_batch(registry& reg, rcubatch::grace_domain<Flavor>& domain, rcubatch
   return {dt.count(), domain.stats().grace_periods - before, std::chrono::duration<double>(gp).count()};
 }
 
+/// A teardown written by hand, timed like the batch: `unlink` (before grace period #1), `unlink_late`
+/// (between the two) and `free_all` (after #2) are the caller's passes; the result counts the GPs
+/// and their wait. The two floors below share it, so they differ only in their passes.
+template <class Flavor, class Unlink, class UnlinkLate, class FreeAll>
+result by_hand(rcubatch::grace_domain<Flavor>& domain, Unlink&& unlink, UnlinkLate&& unlink_late, FreeAll&& free_all) {
+  const auto before = domain.stats().grace_periods;
+  const auto t0 = std::chrono::steady_clock::now();
+  unlink();
+  const auto gp1 = std::chrono::steady_clock::now();
+  domain.synchronize();
+  const auto gp1_end = std::chrono::steady_clock::now();
+  unlink_late();
+  const auto gp2 = std::chrono::steady_clock::now();
+  domain.synchronize();
+  const auto gp2_end = std::chrono::steady_clock::now();
+  free_all();
+  const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
+  const std::chrono::duration<double> gp = (gp1_end - gp1) + (gp2_end - gp2);
+  return {dt.count(), domain.stats().grace_periods - before, gp.count()};
+}
+
 /// The same teardown without the library: what any batching costs at least. `doomed` is scratch
 /// space reserved once by the caller: a vector of N pointers allocated and freed here would be a
 /// large chunk whose free makes glibc consolidate every just-freed session (~10 ns each, a third
 /// of the floor), outside the timing — while the batch leaves that cost to the next large malloc.
 template <class Flavor>
 result hand_written_floor(registry& reg, rcubatch::grace_domain<Flavor>& domain, std::vector<session*>& doomed) {
-  const auto before = domain.stats().grace_periods;
-  const auto t0 = std::chrono::steady_clock::now();
-  doomed.clear();
-  for (auto& slot : reg.by_id) {
-    doomed.push_back(slot.load(std::memory_order_relaxed));
-    slot.store(nullptr, std::memory_order_release);
-  }
-  const auto gp1 = std::chrono::steady_clock::now();
-  domain.synchronize();
-  const auto gp1_end = std::chrono::steady_clock::now();
-  for (session* s : doomed) reg.by_hash[reg.hash_slot(s->id)].store(nullptr, std::memory_order_release);
-  const auto gp2 = std::chrono::steady_clock::now();
-  domain.synchronize();
-  const auto gp2_end = std::chrono::steady_clock::now();
-  for (session* s : doomed) destroy_session(s);
-  const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
-  const std::chrono::duration<double> gp = (gp1_end - gp1) + (gp2_end - gp2);
-  return {dt.count(), domain.stats().grace_periods - before, gp.count()};
+  return by_hand(
+      domain,
+      [&] {
+        doomed.clear();
+        for (auto& slot : reg.by_id) {
+          doomed.push_back(slot.load(std::memory_order_relaxed));
+          slot.store(nullptr, std::memory_order_release);
+        }
+      },
+      [&] {
+        for (session* s : doomed) reg.by_hash[reg.hash_slot(s->id)].store(nullptr, std::memory_order_release);
+      },
+      [&] {
+        for (session* s : doomed) destroy_session(s);
+      });
 }
 
 /// The floor of an intrusive queue: the hand-written teardown through a chain in the objects, in
 /// the order rollback_many walks its queue (join order), four passes and no checks.
 template <class Flavor>
 result chain_floor(registry& reg, rcubatch::grace_domain<Flavor>& domain) {
-  const auto before = domain.stats().grace_periods;
-  const auto t0 = std::chrono::steady_clock::now();
   session* head = nullptr;
-  session** tail = &head;
-  for (auto& slot : reg.by_id) {
-    session* s = slot.load(std::memory_order_relaxed);
-    *tail = s;
-    tail = &s->chain_next;
-  }
-  *tail = nullptr;
-  for (session* s = head; s != nullptr; s = s->chain_next) reg.by_id[s->id].store(nullptr, std::memory_order_release);
-  const auto gp1 = std::chrono::steady_clock::now();
-  domain.synchronize();
-  const auto gp1_end = std::chrono::steady_clock::now();
-  for (session* s = head; s != nullptr; s = s->chain_next)
-    reg.by_hash[reg.hash_slot(s->id)].store(nullptr, std::memory_order_release);
-  const auto gp2 = std::chrono::steady_clock::now();
-  domain.synchronize();
-  const auto gp2_end = std::chrono::steady_clock::now();
-  for (session* s = head; s != nullptr;) {
-    session* next = s->chain_next;
-    destroy_session(s);
-    s = next;
-  }
-  const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
-  const std::chrono::duration<double> gp = (gp1_end - gp1) + (gp2_end - gp2);
-  return {dt.count(), domain.stats().grace_periods - before, gp.count()};
+  return by_hand(
+      domain,
+      [&] {
+        session** tail = &head;
+        for (auto& slot : reg.by_id) {  // "push": link each
+          session* s = slot.load(std::memory_order_relaxed);
+          *tail = s;
+          tail = &s->chain_next;
+        }
+        *tail = nullptr;
+        for (session* s = head; s != nullptr; s = s->chain_next) reg.by_id[s->id].store(nullptr, std::memory_order_release);
+      },
+      [&] {
+        for (session* s = head; s != nullptr; s = s->chain_next)
+          reg.by_hash[reg.hash_slot(s->id)].store(nullptr, std::memory_order_release);
+      },
+      [&] {
+        for (session* s = head; s != nullptr;) {
+          session* next = s->chain_next;
+          destroy_session(s);
+          s = next;
+        }
+      });
 }
 
 /// The time of one large malloc (and its free). A teardown's frees leave the small session chunks

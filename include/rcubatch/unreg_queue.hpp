@@ -141,8 +141,7 @@ class unreg_queue : private detail::queue_base {
     detail::registrable_base& r = static_cast<registrable<T>&>(static_cast<T&>(obj));
     // In no queue means in no batch either (a batch runs on its queues' lists in place).
     if (access::owner(r) == nullptr && r.state() == reg_state::registered && running_lane() == nullptr) [[likely]] {
-      list().push_back(r);
-      access::set_owner(r, this);
+      link_at_tail(r);
       return true;
     }
     return push_other(r);
@@ -171,9 +170,14 @@ class unreg_queue : private detail::queue_base {
                        "one object belongs to one batch");
       unlink_from_other_queue(r);  // report policy: move it here, as the kernel's list_move does
     }
+    link_at_tail(r);
+    return true;
+  }
+
+  /// The one place an object joins this queue.
+  void link_at_tail(detail::registrable_base& r) noexcept {
     list().push_back(r);
     access::set_owner(r, this);
-    return true;
   }
 
  public:
