@@ -11,7 +11,11 @@
 
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <future>
+#include <new>
 #include <atomic>
 #include <condition_variable>
 #include <latch>
@@ -24,6 +28,8 @@
 #include "support/cascade.hpp"
 #include "support/counting.hpp"
 #include "support/misuse_capture.hpp"
+#include "support/thread_state.hpp"
+#include "support/watchdog.hpp"
 
 namespace rcubatch::test {
 namespace {
@@ -692,6 +698,284 @@ TEST(async_qsbr, a_qsbr_writer_does_not_wait_for_an_idle_or_blocked_reclaimer) {
     waiter.join();
     EXPECT_EQ(reg.policy<qitems>().destroyed.load(), 2);
   }
+}
+
+// --- reliability, round 3 (issue 22): each of these failed (or hung) on c93d650 ----------------
+
+/// A parent whose notify queues its children; children live in caller-provided slots, so a test
+/// can put a new child at the address of a destroyed one.
+struct kid;
+struct dad : registrable<dad> {
+  explicit dad(int i) : id(i) {}
+  int id;
+  lfht_hook<dad> by_id;
+  std::vector<kid*> kids;
+};
+struct kid : registrable<kid> {
+  explicit kid(int i) : id(i) {}
+  int id;
+  lfht_hook<kid> by_id;
+};
+using dad_by_id = lfht_index<dad, &dad::by_id, key_member<&dad::id>>;
+using kid_by_id = lfht_index<kid, &kid::by_id, key_member<&kid::id>>;
+struct dads : indexed<dad, dad_by_id> {
+  void notify(dad& d, batch& b) noexcept {
+    for (kid* k : d.kids) b.queue(*k);
+  }
+  void destroy(dad* d) noexcept { delete d; }
+};
+struct kids : indexed<kid, kid_by_id> {
+  int destroyed = 0;
+  void destroy(kid* k) noexcept {
+    ++destroyed;
+    k->~kid();  // the slot stays: the next kid may be built at the same address
+  }
+};
+
+TEST_F(async_counting, a_new_object_at_a_reused_address_is_still_unlisted_by_its_batch) {
+  basic_registry<CF, std::mutex, dads, kids> reg;
+  async_unregister reclaimer(reg, manual());
+  alignas(kid) unsigned char slot[sizeof(kid)];
+
+  auto* d1 = new dad(1);
+  kid* k1 = new (slot) kid(10);
+  d1->kids.push_back(k1);
+  ASSERT_TRUE(reg.add(*d1));
+  ASSERT_TRUE(reg.add(*k1));
+  const unregister_ticket t1 = reclaimer.submit(*k1);  // unlisted now, waits in the reclaimer's queue
+  ASSERT_TRUE(t1);
+  {
+    // Another writer's batch takes k1 over through its parent's cascade, and destroys it: the
+    // mark says "unlisted at submit", so that batch does not unlist it a second time.
+    misuse_log log;
+    scoped_misuse_policy p(misuse_policy::report, log);
+    EXPECT_EQ(reg.unregister(*d1).objects, 2u);
+    EXPECT_TRUE(log.kinds.empty());
+  }
+  ASSERT_EQ(reg.policy<kids>().destroyed, 1);
+
+  auto* d2 = new dad(2);
+  kid* k2 = new (slot) kid(20);  // the address of k1
+  ASSERT_EQ(static_cast<void*>(k2), static_cast<void*>(k1));
+  d2->kids.push_back(k2);
+  ASSERT_TRUE(reg.add(*d2));
+  ASSERT_TRUE(reg.add(*k2));
+  ASSERT_TRUE(reclaimer.submit(*d2));
+  {
+    misuse_log log;
+    scoped_misuse_policy p(misuse_policy::report, log);
+    reclaimer.drain();  // the batch of t1 (its object gone) and d2: k2 is a dependent, unlisted here
+    ASSERT_EQ(log.kinds.size(), 1u);
+    EXPECT_EQ(log.kinds[0], misuse_kind::queued_in_other_queue);  // t1's object was taken over
+  }
+  EXPECT_EQ(reg.policy<kids>().destroyed, 2);
+  EXPECT_TRUE(reg.index<kid_by_id>().empty()) << "k2 was destroyed while still linked in its index";
+  EXPECT_TRUE(reg.index<dad_by_id>().empty());
+}
+
+TEST_F(async_counting, an_object_of_another_registry_is_refused_with_nothing_changed) {
+  one_gp_registry mine, theirs;
+  async_unregister reclaimer(mine, manual());
+  item* x = add_item(theirs, 7);
+  EXPECT_THROW(
+      {
+        try {
+          reclaimer.submit(*x);
+        } catch (const misuse_error& e) {
+          EXPECT_EQ(e.kind(), misuse_kind::wrong_registry);
+          throw;
+        }
+      },
+      misuse_error);
+  {
+    misuse_capture cap;
+    scoped_misuse_policy p(misuse_policy::report, cap);
+    EXPECT_FALSE(reclaimer.submit(*x));
+    EXPECT_EQ(cap.last_kind, misuse_kind::wrong_registry);
+  }
+  EXPECT_TRUE(findable(theirs, 7));
+  EXPECT_EQ(reclaimer.stats().pending_bytes, 0u);
+  EXPECT_EQ(theirs.unregister(*x).objects, 1u);
+}
+
+/// Calls `on_destroy` (if set) from destroy, before deleting.
+struct items_calling_back : items {
+  std::function<void(item&)> on_destroy;
+  void destroy(item* i) noexcept {
+    if (on_destroy) on_destroy(*i);
+    items::destroy(i);
+  }
+};
+using calling_back_registry = basic_registry<CF, std::mutex, items_calling_back>;
+
+TEST_F(async_counting, submit_from_destroy_completes_whatever_the_lock_options) {
+  watchdog dog(30s, "submit from a destroy hook");
+  for (const bool udw : {true, false}) {
+    calling_back_registry reg;
+    async_unregister reclaimer(reg, async_options{.max_age = 0us, .unlock_during_waits = udw});
+    item* y = add_item(reg, 2);
+    item* z = add_item(reg, 3);
+    std::atomic<int> chained{0};
+    reg.policy<items_calling_back>().on_destroy = [&](item& i) {
+      if (i.id == 1 && reclaimer.submit(*y)) ++chained;  // async batch's destroy
+      if (i.id == 4 && reclaimer.submit(*z)) ++chained;  // the registry's own batch's destroy
+    };
+    item* x = add_item(reg, 1);
+    ASSERT_TRUE(reclaimer.unregister(*x));
+    item* w = add_item(reg, 4);
+    EXPECT_EQ(reg.unregister(*w).objects, 1u);  // default options: destroy runs without the lock
+    reclaimer.drain();
+    EXPECT_EQ(chained.load(), 2) << "unlock_during_waits = " << udw;
+    EXPECT_FALSE(findable(reg, 2));
+    EXPECT_FALSE(findable(reg, 3));
+    reg.policy<items_calling_back>().on_destroy = nullptr;
+  }
+}
+
+TEST_F(async_counting, submit_from_a_destroy_that_holds_the_writer_lock_is_refused_not_a_deadlock) {
+  watchdog dog(30s, "submit from a destroy hook under hold_lock_through_drain");
+  calling_back_registry reg(registry_options{.hold_lock_through_drain = true});
+  async_unregister reclaimer(reg, manual());
+  item* y = add_item(reg, 2);
+  misuse_log log;
+  reg.policy<items_calling_back>().on_destroy = [&](item&) {
+    scoped_misuse_policy p(misuse_policy::report, log);
+    EXPECT_FALSE(reclaimer.submit(*y));
+  };
+  item* x = add_item(reg, 1);
+  EXPECT_EQ(reg.unregister(*x).objects, 1u);
+  ASSERT_EQ(log.kinds.size(), 1u);
+  EXPECT_EQ(log.kinds[0], misuse_kind::holds_writer_lock);
+  reg.policy<items_calling_back>().on_destroy = nullptr;
+  EXPECT_TRUE(findable(reg, 2));  // nothing changed
+  EXPECT_EQ(reg.unregister(*y).objects, 1u);
+}
+
+TEST_F(async_counting, submit_from_destroy_is_never_held_up_by_the_budget) {
+  watchdog dog(30s, "submit from destroy with a one-object budget");
+  calling_back_registry reg;
+  async_unregister reclaimer(reg, async_options{.max_age = 0us, .budget_bytes = sizeof(item)});
+  item* y = add_item(reg, 2);
+  std::atomic<bool> chained{false};
+  reg.policy<items_calling_back>().on_destroy = [&](item& i) {
+    if (i.id == 1) chained = static_cast<bool>(reclaimer.submit(*y));  // budget full: x is charged
+  };
+  item* x = add_item(reg, 1);
+  ASSERT_TRUE(reclaimer.unregister(*x));
+  reclaimer.drain();
+  EXPECT_TRUE(chained.load());
+  EXPECT_FALSE(findable(reg, 2));
+  reg.policy<items_calling_back>().on_destroy = nullptr;
+}
+
+TEST_F(async_counting, on_batch_waiting_on_the_reclaimer_thread_is_diagnosed_not_a_hang) {
+  watchdog dog(30s, "on_batch calling wait/unregister on the reclaimer's own thread");
+  one_gp_registry reg;
+  std::promise<std::pair<bool, unsigned long>> from_on_batch;
+  std::atomic<bool> once{false};
+  async_unregister<one_gp_registry>* self = nullptr;
+  item* other = add_item(reg, 2);
+  const unsigned long before = misuse_count(misuse_kind::waits_for_own_batch);
+  async_options o{.max_age = 0us};
+  o.on_batch = [&](const async_batch_report&) {
+    if (once.exchange(true)) return;
+    scoped_misuse_policy p(misuse_policy::report, quiet_reporter);
+    const bool unregistered = self->unregister(*other);  // would wait for a batch only this thread runs
+    self->drain();
+    from_on_batch.set_value({unregistered, misuse_count(misuse_kind::waits_for_own_batch) - before});
+  };
+  async_unregister reclaimer(reg, o);
+  self = &reclaimer;
+  item* x = add_item(reg, 1);
+  ASSERT_TRUE(reclaimer.unregister(*x));
+  const auto [unregistered, reports] = from_on_batch.get_future().get();
+  EXPECT_FALSE(unregistered);
+  EXPECT_EQ(reports, 2u);
+  EXPECT_TRUE(findable(reg, 2));  // refused: nothing changed
+  ASSERT_TRUE(reclaimer.unregister(*other));
+}
+
+TEST_F(async_counting, a_ticket_completes_only_after_its_object_was_destroyed) {
+  calling_back_registry reg;
+  async_unregister reclaimer(reg, manual());
+  std::vector<unregister_ticket> tickets(3);
+  std::vector<int> done_at_destroy;
+  reg.policy<items_calling_back>().on_destroy = [&](item& i) {
+    done_at_destroy.push_back(reclaimer.poll(tickets[static_cast<std::size_t>(i.id)]) ? 1 : 0);
+  };
+  for (int id = 0; id < 3; ++id) tickets[static_cast<std::size_t>(id)] = reclaimer.submit(*add_item(reg, id));
+  for (const auto& t : tickets) EXPECT_FALSE(reclaimer.poll(t));
+  reclaimer.drain();
+  EXPECT_EQ(done_at_destroy, (std::vector<int>{0, 0, 0}));  // destroy happens-before poll == true
+  for (const auto& t : tickets) EXPECT_TRUE(reclaimer.poll(t));
+  reg.policy<items_calling_back>().on_destroy = nullptr;
+}
+
+/// validate refuses while `refuse` is set; blocks while `gate` is set, until it opens.
+struct items_validated : items {
+  bool refuse = false;
+  std::latch* entered = nullptr;
+  std::latch* gate = nullptr;
+  void validate(item&) {
+    if (refuse) throw std::runtime_error("validate: refused");
+    if (gate != nullptr) {
+      entered->count_down();
+      gate->wait();
+    }
+  }
+};
+using validated_registry = basic_registry<CF, std::mutex, items_validated>;
+
+TEST_F(async_counting, a_submit_whose_validate_throws_leaves_the_object_registered_and_unqueued) {
+  ledger book(2);
+  g_ledger = &book;
+  validated_registry reg;
+  async_unregister reclaimer(reg, manual());
+  item* x = add_item(reg, 1);
+  reg.policy<items_validated>().refuse = true;
+  EXPECT_THROW(reclaimer.submit(*x), std::runtime_error);
+  reg.policy<items_validated>().refuse = false;
+  reclaimer.drain();
+  EXPECT_EQ(book.destroyed[1].load(), 0);  // not queued: no batch took it
+  EXPECT_TRUE(findable(reg, 1));
+  EXPECT_EQ(reclaimer.stats().pending_bytes, 0u);
+  EXPECT_EQ(reg.unregister(*x).objects, 1u);
+  EXPECT_EQ(book.destroyed[1].load(), 1);
+}
+
+TEST_F(async_counting, a_manual_submitter_blocked_by_the_budget_is_woken_by_the_next_submit) {
+  // T1 has reserved the whole budget and sits in validate (pending: 0, nothing to run); T2's submit
+  // then blocks on the budget. When T1's submit completes it must wake T2, which runs the batch
+  // (manual mode: nobody else will) — else T2 sleeps forever.
+  watchdog dog(30s, "a manual submitter blocked by the budget");
+  validated_registry reg;
+  async_unregister reclaimer(reg, manual({.budget_bytes = sizeof(item)}));
+  item* a = add_item(reg, 1);
+  item* b = add_item(reg, 2);
+  std::latch entered(1), gate(1);
+  reg.policy<items_validated>().entered = &entered;
+  reg.policy<items_validated>().gate = &gate;
+  std::thread t1([&] {
+    thread_registration<flavor::memb> r;
+    EXPECT_TRUE(reclaimer.submit(*a));
+  });
+  entered.wait();
+  reg.policy<items_validated>().gate = nullptr;  // T2's validate (later, after the budget) passes
+  std::atomic<pid_t> t2_tid{0};
+  std::thread t2([&] {
+    thread_registration<flavor::memb> r;
+    t2_tid = gettid();
+    EXPECT_TRUE(reclaimer.submit(*b));
+  });
+  while (t2_tid.load() == 0 || reclaimer.stats().blocked_now == 0 || thread_state(t2_tid.load()) != 'S')
+    std::this_thread::yield();  // T2 asleep on the budget
+  gate.count_down();
+  t1.join();
+  t2.join();
+  reclaimer.drain();
+  EXPECT_EQ(reclaimer.stats().blocked_submits, 1u);
+  EXPECT_FALSE(findable(reg, 1));
+  EXPECT_FALSE(findable(reg, 2));
 }
 
 }  // namespace

@@ -26,7 +26,8 @@ set(_cases
   no_unlist                                           "the policy has no unlist\\(T&\\) hook"
   polymorphic_base_default_delete                     "T is polymorphic and has no virtual destructor"
   derived_pushed_as_base_without_virtual_destructor   "queued as T, and T has no virtual destructor"
-  two_lanes_of_one_type                               "each object type may have one lane only")
+  two_lanes_of_one_type                               "each object type may have one lane only"
+  pending_bytes_non_const                             "member `pending_bytes` cannot be called as")
 while(_cases)
   list(POP_FRONT _cases _name _message)
   rcubatch_add_compile_fail_test(${_name} "${_message}")

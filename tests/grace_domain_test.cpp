@@ -18,6 +18,7 @@
 #include "support/counting.hpp"
 #include "support/flavors.hpp"
 #include "support/thread_state.hpp"
+#include "support/watchdog.hpp"
 
 namespace rcubatch {
 namespace {
@@ -241,6 +242,37 @@ TYPED_TEST(grace_domain_real, blocking_inside_a_read_section_is_fatal_under_ever
         },
         "barrier called inside a read-side section");
   }
+}
+
+// Issue 22: the GP mutex was taken online, so two online qsbr threads calling synchronize()
+// deadlocked at the first contention (each stalls the GP the other runs). Both must finish; a
+// reader announcing quiescent states runs beside them.
+TEST(grace_domain_qsbr, two_online_writers_calling_synchronize_both_return) {
+  grace_domain<flavor::qsbr> domain;
+  test::watchdog dog(std::chrono::seconds(30), "two online qsbr writers calling synchronize");
+  constexpr int kEach = 5'000;
+  std::atomic<bool> stop{false};
+  std::atomic<int> finished{0};
+  std::thread reader([&] {
+    thread_registration<flavor::qsbr> r;
+    while (!stop.load(std::memory_order_acquire)) {
+      { read_guard<flavor::qsbr> guard; }
+      quiescent_state<flavor::qsbr>();
+    }
+  });
+  auto writer = [&] {
+    thread_registration<flavor::qsbr> r;  // online from here to the end: a qsbr writer as users write it
+    for (int i = 0; i < kEach; ++i) domain.synchronize();
+    finished.fetch_add(1);
+  };
+  std::thread a(writer), b(writer);
+  a.join();
+  b.join();
+  stop = true;
+  reader.join();
+  EXPECT_EQ(finished.load(), 2);
+  const domain_stats st = domain.stats();
+  EXPECT_EQ(st.grace_periods + st.coalesced, 2u * kEach);
 }
 
 }  // namespace

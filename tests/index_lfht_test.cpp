@@ -1,6 +1,9 @@
 // lfht_index: the typed rculfhash wrapper, over the four liburcu flavors with real reader threads.
-#define RCUBATCH_INDEX_CHECKS 1  // the abort-on-misuse checks are under test, in every build type
+// The abort-on-misuse checks are under test, in every build type — and they are on by default,
+// NDEBUG (the dev and bench presets, every CMake Release build) or not: nothing defines
+// RCUBATCH_INDEX_CHECKS here.
 #include <rcubatch/index/lfht_index.hpp>
+static_assert(RCUBATCH_INDEX_CHECKS == 1, "lfht_index's read-side checks must be on unless the user opts out");
 
 #include <rcubatch.hpp>
 

@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <functional>
 #include <atomic>
 #include <latch>
 #include <memory>
@@ -19,7 +21,9 @@
 #include "support/cascade.hpp"
 #include "support/counting.hpp"
 #include "support/flavors.hpp"
+#include "support/misuse_capture.hpp"
 #include "support/objects.hpp"
+#include "support/watchdog.hpp"
 
 namespace rcubatch::test {
 namespace {
@@ -335,6 +339,164 @@ TYPED_TEST(registry_real, a_reader_never_sees_a_destroyed_object) {
   EXPECT_EQ(graveyard.size(), static_cast<std::size_t>(kN * kRounds));
   EXPECT_EQ(violations.load(), 0);
   EXPECT_GT(found.load(), 0);
+}
+
+// --- reliability, round 3 (issue 22): each of these failed (or hung) on c93d650 ----------------
+
+TEST_F(registry_counting, an_object_of_another_registry_is_refused_with_nothing_changed) {
+  basic_registry<CF, std::mutex, items> mine, theirs;
+  auto* x = new item(1, "x");
+  ASSERT_TRUE(theirs.add(*x));
+  try {
+    mine.unregister(*x);
+    ADD_FAILURE() << "unregister through the wrong registry must throw";
+  } catch (const misuse_error& e) {
+    EXPECT_EQ(e.kind(), misuse_kind::wrong_registry);
+  }
+  {
+    misuse_capture cap;
+    scoped_misuse_policy p(misuse_policy::report, cap);
+    const std::vector<item*> one{x};
+    EXPECT_EQ(mine.unregister_many(one).objects, 0u);
+    EXPECT_EQ(cap.last_kind, misuse_kind::wrong_registry);
+  }
+  EXPECT_EQ(x->state(), reg_state::registered);
+  EXPECT_EQ(CF::synchronizes(), 0u);
+  {
+    read_guard<flavor::memb> guard;
+    EXPECT_EQ(theirs.find<by_id>(guard, 1), x);
+  }
+  EXPECT_EQ(theirs.unregister(*x).objects, 1u);
+}
+
+/// A cascade to a type the batch has no lane for: the parent's notify queues a stream, and the
+/// registry has no policy for streams.
+struct sessions_only : indexed<session, session_by_id> {
+  void notify(session& s, batch& b) noexcept {
+    for (stream* st : s.streams) b.queue(*st);
+  }
+  void destroy(session* s) noexcept { delete s; }
+};
+
+TEST_F(registry_counting, a_cascade_to_a_type_without_a_lane_is_fatal_before_its_parent_is_destroyed) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const auto cascade_without_lane = [] {
+    basic_registry<CF, std::mutex, sessions_only> reg;
+    auto* s = new session(1);
+    auto* st = new stream(10);
+    st->mark_registered();  // registered by hand in some other table
+    s->streams.push_back(st);
+    reg.add(*s);
+    reg.unregister(*s);
+  };
+  EXPECT_DEATH(cascade_without_lane(), "no lane in this batch");
+}
+
+/// Destroy calls back (a test hook).
+struct items_calling_back : items {
+  std::function<void(item&)> on_destroy;
+  std::function<void(item&)> on_notify;
+  void notify(item& i) noexcept {
+    if (on_notify) on_notify(i);
+  }
+  void destroy(item* i) noexcept {
+    if (on_destroy) on_destroy(*i);
+    items::destroy(i);
+  }
+};
+
+TEST_F(registry_counting, a_hook_calling_the_registry_under_its_lock_is_refused_not_a_deadlock) {
+  watchdog dog(std::chrono::seconds(30), "a hook calling the registry");
+  basic_registry<CF, std::mutex, items_calling_back> reg;
+  auto* late = new item(9, "late");
+  misuse_log log;
+  reg.policy<items_calling_back>().on_notify = [&](item&) {  // runs under the writer lock
+    scoped_misuse_policy p(misuse_policy::report, log);
+    EXPECT_FALSE(reg.add(*late));
+    EXPECT_TRUE(reg.unregister(*late).refused);
+  };
+  auto* x = new item(1, "x");
+  ASSERT_TRUE(reg.add(*x));
+  EXPECT_EQ(reg.unregister(*x).objects, 1u);
+  ASSERT_EQ(log.kinds.size(), 2u);
+  EXPECT_EQ(log.kinds[0], misuse_kind::holds_writer_lock);
+  EXPECT_EQ(log.kinds[1], misuse_kind::holds_writer_lock);
+  EXPECT_EQ(late->state(), reg_state::uninitialized);
+  delete late;
+}
+
+TEST_F(registry_counting, a_holder_that_writes_while_its_object_drains_is_not_blocked) {
+  // Default options: the ref drain runs without the writer lock (the kernel's order). The holder
+  // of X adds and unregisters other objects while another thread's batch waits for X.
+  watchdog dog(std::chrono::seconds(30), "a holder writing while its object drains");
+  basic_registry<CF, std::mutex, items_calling_back> reg;
+  std::atomic<int> destroyed_x{0};
+  reg.policy<items_calling_back>().on_destroy = [&](item& i) {
+    if (i.id == 1) ++destroyed_x;
+  };
+  auto* x = new item(1, "x");
+  auto* z = new item(3, "z");
+  ASSERT_TRUE(reg.add(*x));
+  ASSERT_TRUE(reg.add(*z));
+  x->refs().hold();
+  std::thread other([&] {
+    thread_registration<flavor::memb> r;
+    EXPECT_EQ(reg.unregister(*x).objects, 1u);
+  });
+  while (x->state() != reg_state::unregistered) std::this_thread::yield();  // the drain waits for X
+  auto* y = new item(2, "y");
+  EXPECT_TRUE(reg.add(*y));                   // the holder writes: not blocked by its own hold
+  EXPECT_EQ(reg.unregister(*z).objects, 1u);  // an unrelated writer is not delayed by X
+  EXPECT_EQ(destroyed_x.load(), 0);           // ...and both happened while X was still held
+  x->refs().put();
+  other.join();
+  EXPECT_EQ(destroyed_x.load(), 1);
+  EXPECT_EQ(reg.unregister(*y).objects, 1u);
+}
+
+/// publish links the object, then fails: its links are undone, but readers may have seen it.
+struct items_failing_publish : items {
+  publish_result publish(item& i) {
+    const publish_result r = items::publish(i);
+    if (r == publish_result::published) {
+      unlist(i);
+      throw std::runtime_error("publish: failed after exposing the object");
+    }
+    return r;
+  }
+};
+
+TEST_F(registry_counting, a_publish_that_throws_after_exposing_the_object_waits_a_grace_period) {
+  basic_registry<CF, std::mutex, items_failing_publish> reg;
+  item x(1, "x");
+  EXPECT_THROW(reg.add(x), std::runtime_error);
+  EXPECT_EQ(CF::synchronizes(), 1u) << "a reader may hold it: the caller frees it after add returns";
+  EXPECT_EQ(x.state(), reg_state::uninitialized);
+}
+
+/// notify ties a sub-object to its owner: disposed right after the owner's destroy, not before.
+struct items_tying : items_calling_back {
+  std::vector<std::string>* log = nullptr;
+  void notify(item& i, batch& b) noexcept {
+    b.retire_with(i, new int(i.id), [log = log](int* p) noexcept {
+      log->push_back("dispose " + std::to_string(*p));
+      delete p;
+    });
+  }
+};
+
+TEST_F(registry_counting, a_sub_object_tied_in_notify_is_disposed_right_after_its_owner) {
+  basic_registry<CF, std::mutex, items_tying> reg;
+  std::vector<std::string> log;
+  reg.policy<items_tying>().log = &log;
+  reg.policy<items_tying>().on_destroy = [&](item& i) { log.push_back("destroy " + std::to_string(i.id)); };
+  auto* a = new item(1, "a");
+  auto* b = new item(2, "b");
+  ASSERT_TRUE(reg.add(*a));
+  ASSERT_TRUE(reg.add(*b));
+  const std::vector<item*> both{a, b};
+  EXPECT_EQ(reg.unregister_many(both).objects, 2u);
+  EXPECT_EQ(log, (std::vector<std::string>{"destroy 1", "dispose 1", "destroy 2", "dispose 2"}));
 }
 
 }  // namespace

@@ -24,10 +24,11 @@
 // uninit (retire, retire_with), grace period #2 if anything was unlinked after #1, the ref
 // drain, destroy — the phases and guarantees of rollback_many.hpp, with the dismantle flag set
 // for every object of the batch from the batch's start (not from submit). The objects were
-// unlisted at submit, so the batch does not unlist them again; dependents queued by notify are
-// unlisted by the batch as usual (a side set of the submitted objects tells the two apart).
+// unlisted at submit, so no batch unlists them again; dependents queued by notify are unlisted by
+// the batch as usual (a mark on each submitted object tells the two apart: registrable.hpp).
 // The batch releases the writer lock during its waits (unlock_during_waits, on by default in
-// async_options): submitters are not held up by its grace periods.
+// async_options): submitters are not held up by its grace periods. With it off, the lock is still
+// released for the ref drain and destroy unless hold_lock_through_drain (registry.hpp's Locking).
 //
 // The reclaimer is a background thread the object owns (reclaim_mode::background_thread), or
 // the application's own threads (reclaim_mode::manual): run_now(), run_if_due(), and every
@@ -44,7 +45,8 @@
 // submitter is blocked by the budget, and for drain(). wait() does not force a batch.
 //
 // Memory budget: each request is charged an estimate of its object's bytes — the policy's
-// optional `std::size_t pending_bytes(const T&)` hook, sizeof(T) without one — from submit
+// optional `std::size_t pending_bytes(const T&)` hook (checked by shape: a member of that name
+// that cannot be called so is a compile error), sizeof(T) without one — from submit
 // until its batch ends (destroyed). A submit that would take the charged total above
 // async_options::budget_bytes blocks until enough batches end (over_budget::block), or is
 // refused at once, nothing changed (over_budget::refuse: an empty ticket). One request is
@@ -70,21 +72,25 @@
 // submitted twice or already in a batch (already_unregistering), sitting in another queue
 // (queued_in_other_queue), submit / wait / drain / unregister inside a read-side section of the
 // flavor (blocking_in_read_section), poll / wait on an empty ticket, another reclaimer's ticket
-// or one never issued (foreign_cookie; under report poll answers true and wait returns). Not
-// detectable: another writer's batch (registry::unregister*, rollback_many by hand) taking over
-// a submitted object through a cascade before its batch runs — it is then unlisted twice; the
-// next batch reports it (queued_in_other_queue) when it finds its side set out of step.
-// Hooks run under the writer lock except destroy (as rollback_many with unlock_during_waits): a
-// hook must not call this object's members, except submit() from destroy; wait, unregister,
-// drain, run_now and run_if_due from any hook of this reclaimer's batch are diagnosed
-// (waits_for_own_batch: refused) instead of deadlocking; submit from a hook other than destroy
-// is not (it self-deadlocks on the writer lock).
+// or one never issued (foreign_cookie; under report poll answers true and wait returns), an
+// object registered in another registry (wrong_registry). Another writer's batch
+// (registry::unregister*, rollback_many by hand) may take over a submitted object through a
+// cascade before its batch runs: that batch skips its unlist (the mark) and destroys it, and this
+// reclaimer's next batch reports (queued_in_other_queue) that its ticket may complete first.
+// Hooks run under the writer lock except destroy (which runs without it unless
+// hold_lock_through_drain): a hook must not call this object's members, except submit() from
+// destroy. wait, unregister, drain, run_now and run_if_due from any hook of this reclaimer's batch,
+// or from on_batch on the background thread, are diagnosed (waits_for_own_batch: refused) instead
+// of deadlocking; submit (or any of them) on a thread that holds the registry's writer lock — a
+// hook before destroy, destroy under hold_lock_through_drain, code under writer_lock() — is
+// diagnosed too (holds_writer_lock: refused). Under qsbr every blocking wait (writer lock,
+// budget, tickets, the reclaimer's idle wait) is taken offline (detail/blocking.hpp).
 //
 // Thread safety: every member may be called concurrently from threads registered with the
 // registry's flavor (and the indexes' flavor), except the destructor.
 //
 // Pieces in their own headers, included here: async_stats.hpp (async_stats, async_batch_report),
-// detail/submitted_lane.hpp (the lane policy that skips the objects unlisted at submit),
+// detail/submitted_lane.hpp (the lane policy of a batch: the registry's, without validate),
 // detail/latency_histogram.hpp (the fixed latency histogram).
 #pragma once
 
@@ -144,9 +150,14 @@ struct async_options {
   /// Release the registry's writer lock during the batch's waits (rollback_many.hpp). Turn it off
   /// only if a lock nests inside the writer lock; submitters then wait for the batches' GPs.
   bool unlock_during_waits = true;
+  /// Hold the writer lock through the ref drain and destroy as well (registry_options has the
+  /// same switch and says what it costs); only read when unlock_during_waits is off. With it on,
+  /// submit from destroy is refused (holds_writer_lock) instead of deadlocking.
+  bool hold_lock_through_drain = false;
   rollback_options rollback{};
   /// Called after each batch on the thread that ran it, outside every lock of this object and of
-  /// the registry. Must not throw (an exception is caught and dropped).
+  /// the registry. Must not throw (an exception is caught and dropped). On the background thread
+  /// it must not wait for batches (wait, unregister, drain, run_now: diagnosed, refused).
   std::function<void(const async_batch_report&)> on_batch{};
 };
 
@@ -177,61 +188,14 @@ namespace detail {
 inline std::atomic<std::uint64_t> g_next_reclaimer_id{1};
 /// The async_unregister whose batch the calling thread is running (its hooks), if any.
 inline thread_local const void* t_running_batch_of = nullptr;
-
-/// The flavors a reclaimer thread registers with: the registry's, then each index's
-/// (Index::flavor_type of every policy's index_types), duplicates allowed (registrations nest).
-template <class I>
-struct flavor_of_index {
-  using type = std::tuple<>;
-};
-template <class I>
-  requires requires { typename I::flavor_type; }
-struct flavor_of_index<I> {
-  using type = std::tuple<typename I::flavor_type>;
-};
-template <class P>
-struct index_flavors_of {
-  using type = std::tuple<>;
-};
-template <class... Tuples>
-using tuple_cat_t = decltype(std::tuple_cat(std::declval<Tuples>()...));
-template <class Tuple>
-struct flavors_of_indexes;
-template <class... Is>
-struct flavors_of_indexes<std::tuple<Is...>> {
-  using type = tuple_cat_t<typename flavor_of_index<Is>::type...>;
-};
-template <class P>
-  requires requires { typename P::index_types; }
-struct index_flavors_of<P> {
-  using type = typename flavors_of_indexes<typename P::index_types>::type;
-};
-template <class Flavor, class... Policies>
-using thread_flavors_t = tuple_cat_t<std::tuple<Flavor>, typename index_flavors_of<Policies>::type...>;
+/// The async_unregister whose background reclaimer thread this is (on_batch runs there), if any.
+inline thread_local const void* t_reclaimer_thread_of = nullptr;
 
 template <class Tuple>
 struct thread_registrations;
 template <class... Fs>
 struct thread_registrations<std::tuple<Fs...>> {
   std::tuple<thread_registration<Fs>...> registrations;
-};
-
-/// QSBR: takes the thread offline for a blocking wait in each quiescent-state-based flavor it
-/// is registered with (an online qsbr thread stalls every grace period of that flavor).
-template <class F>
-struct offline_if_registered {
-  offline_if_registered() noexcept {
-    if constexpr (F::quiescent_state_based) {
-      if (reader<F>.registered() && reader<F>.read_depth == 0) scope.emplace();
-    }
-  }
-  std::optional<offline_scope<F>> scope;
-};
-template <class Tuple>
-struct offline_for_wait;
-template <class... Fs>
-struct offline_for_wait<std::tuple<Fs...>> {
-  std::tuple<offline_if_registered<Fs>...> scopes;
 };
 
 template <class P, class T>
@@ -264,6 +228,14 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   using policy_at = std::tuple_element_t<K, std::tuple<Policies...>>;
   template <std::size_t K>
   using object_at = typename policy_at<K>::object_type;
+  // Checked by shape like every hook: a pending_bytes that cannot be called as
+  // `std::size_t pending_bytes(const T&)` would otherwise be skipped silently, and the budget
+  // would charge sizeof(T) instead.
+  static_assert(((!detail::names_pending_bytes<Policies> ||
+                  detail::has_pending_bytes<Policies, typename Policies::object_type>) && ...),
+                "rcubatch::async_unregister: a policy's member `pending_bytes` cannot be called as "
+                "`std::size_t pending_bytes(const T&)` with its object type T (take the object by const "
+                "reference; return something convertible to std::size_t)");
 
  public:
   /// Effects: a reclaimer for `registry` (kept by reference: it must outlive this object); in
@@ -315,12 +287,11 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
     constexpr std::size_t k = slot_of<U>();
     using T = object_at<k>;
     T& t = static_cast<T&>(obj);
-    if (!outside_read_section("submit")) return {};
+    if (!outside_read_section("submit") || !writer_lock_not_held("submit")) return {};
     const std::size_t bytes = bytes_of<k>(t);
     if (!reserve(bytes)) return {};
     try {
-      std::unique_lock<Lockable> lock(registry_.writer_lock(), std::defer_lock);
-      lock_offline(lock);
+      std::unique_lock lock(registry_.writer_lock());  // offline while waiting under qsbr
       unreg_queue<T>& q = std::get<k>(queues_[current_]);
       if (q.contains(t)) {
         detail::diagnose(misuse_kind::already_unregistering,
@@ -333,7 +304,12 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
         unreserve(bytes);
         return {};
       }
-      const void* key = static_cast<const detail::registrable_base*>(&static_cast<registrable<T>&>(t));
+      if (!registry_.template owns<k>(t)) {
+        q.remove(t);
+        registry_.report_wrong_registry("async_unregister::submit");  // throwing: unreserved below
+        unreserve(bytes);
+        return {};
+      }
       try {
         if constexpr (detail::hooks_of<policy_at<k>, T>::has_validate)
           registry_.template policy<policy_at<k>>().validate(t);
@@ -341,7 +317,6 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
         if (g.submit_times.size() == g.submit_times.capacity())  // geometric: push_back below cannot throw
           g.submit_times.reserve(std::max<std::size_t>(64, 2 * g.submit_times.capacity()));
         g.threads.insert(std::this_thread::get_id());
-        submitted_.insert(key);
         g.submit_times.push_back(clock::now());
       } catch (...) {
         q.remove(t);
@@ -349,6 +324,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
       }
       // --- nothing below throws ---
       detail::hooks_of<policy_at<k>, T>{registry_.template policy<policy_at<k>>()}.unlist(t);
+      detail::registrable_access::set_unlisted_early(t, true);  // whichever batch takes it skips unlist
       std::uint64_t seq;
       bool wake = false, wake_blocked = false;
       {
@@ -488,15 +464,30 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
 
   /// The check of every member that waits for batches (all but submit and poll): not from a hook
   /// of this reclaimer's running batch, which would wait for itself — a deadlock.
+  /// Also not from the background reclaimer thread itself (async_options::on_batch runs there):
+  /// it would wait for batches that only it runs. And not by the holder of the writer lock.
   bool outside_own_batch(const char* what) {
-    if (detail::t_running_batch_of != this) [[likely]]
-      return true;
+    if (detail::t_running_batch_of != this && detail::t_reclaimer_thread_of != this) [[likely]]
+      return writer_lock_not_held(what);
     detail::diag_text msg("async_unregister::");
     msg += what;
-    msg += " called from a hook of this reclaimer's running batch: it would wait for that batch to "
-           "end, which waits for the hook (only submit may be called, from destroy)";
+    msg += detail::t_running_batch_of == this
+               ? " called from a hook of this reclaimer's running batch: it would wait for that batch to "
+                 "end, which waits for the hook (only submit may be called, from destroy)"
+               : " called on this reclaimer's own background thread (from on_batch): it would wait for "
+                 "batches that only this thread runs";
     detail::diagnose(misuse_kind::waits_for_own_batch, msg.view());
     return false;
+  }
+
+  /// Not by the thread holding the registry's writer lock (a hook of a registry batch that holds
+  /// it, code under writer_lock()): submit takes it, the waits wait for batches that take it.
+  bool writer_lock_not_held(const char* what) {
+    if (!registry_.writer_lock().held_by_caller()) [[likely]]
+      return true;
+    detail::diag_text caller("async_unregister::");
+    caller += what;
+    return registry_.lock_not_held(caller.view().data());
   }
 
   bool outside_read_section(const char* what) {
@@ -540,20 +531,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   }
 
   using thread_flavors = detail::thread_flavors_t<Flavor, Policies...>;
-  static constexpr bool any_qsbr = []<class... Fs>(std::type_identity<std::tuple<Fs...>>) {
-    return (Fs::quiescent_state_based || ...);
-  }(std::type_identity<thread_flavors>{});
-  using offline_for_wait = detail::offline_for_wait<thread_flavors>;
-
-  template <class Lock>
-  static void lock_offline(Lock& lock) {
-    if constexpr (any_qsbr) {
-      offline_for_wait offline;
-      lock.lock();
-    } else {
-      lock.lock();
-    }
-  }
+  using offline_while_blocked = detail::offline_while_blocked<thread_flavors>;
 
   /// Charges `bytes`; false when refused. Blocks (block mode) until they fit.
   bool reserve(std::size_t bytes) {
@@ -591,23 +569,16 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
     done_cv_.notify_all();
   }
 
+  /// Every condition-variable wait of this object: offline under qsbr (detail/blocking.hpp).
   template <class Lock>
   static void wait_offline(std::condition_variable& cv, Lock& lock) {
-    if constexpr (any_qsbr) {
-      offline_for_wait offline;
-      cv.wait(lock);
-    } else {
-      cv.wait(lock);
-    }
+    offline_while_blocked offline;
+    cv.wait(lock);
   }
   template <class Lock>
   static void wait_offline_until(std::condition_variable& cv, Lock& lock, clock::time_point deadline) {
-    if constexpr (any_qsbr) {
-      offline_for_wait offline;
-      cv.wait_until(lock, deadline);
-    } else {
-      cv.wait_until(lock, deadline);
-    }
+    offline_while_blocked offline;
+    cv.wait_until(lock, deadline);
   }
 
   /// Requires: m_ held. A batch should start now (if none is running).
@@ -662,6 +633,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
 
   void reclaimer_loop() noexcept {
     detail::thread_registrations<thread_flavors> registrations;
+    detail::t_reclaimer_thread_of = this;
     std::unique_lock lock(m_);
     for (;;) {
       if (stop_ && pending_ == 0) return;
@@ -703,8 +675,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   }
 
   std::size_t run_batch_unlocked() {
-    std::unique_lock<Lockable> writer(registry_.writer_lock(), std::defer_lock);
-    lock_offline(writer);
+    std::unique_lock writer(registry_.writer_lock());  // offline while waiting under qsbr
 
     std::size_t requests = 0;
     std::uint64_t through = 0;
@@ -727,7 +698,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
     }
     generation taken;
     std::swap(taken, generations_[gen]);
-    check_side_set(gen);
+    check_taken_over(gen, requests);
 
     async_batch_report report;
     report.requests = requests;
@@ -771,41 +742,29 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
     return requests;
   }
 
-  /// Requires: the writer lock. The side set must hold exactly the objects of queues_[gen]
-  /// (queues_[1 - gen] is empty now); another writer's cascade taking one leaves a stale entry.
-  void check_side_set(std::size_t gen) {
+  /// Requires: the writer lock. queues_[gen] holds one object per request unless another
+  /// writer's batch took one over through a cascade before this batch ran (legal when writers
+  /// release the lock during waits): that batch skips its unlist (the unlisted-early mark) and
+  /// destroys it, but its ticket completes with this batch, possibly first. Reported.
+  void check_taken_over(std::size_t gen, std::size_t requests) {
     const std::size_t queued = std::apply([](const auto&... q) { return (q.size() + ... + 0); }, queues_[gen]);
-    if (queued == submitted_.size()) [[likely]]
+    if (queued == requests) [[likely]]
       return;
-    detail::submitted_set rebuilt;
-    rebuilt.reserve(queued);
-    std::apply(
-        [&](auto&... q) {
-          (
-              [&](auto& one) {
-                for (auto& obj : one)
-                  rebuilt.insert(static_cast<const detail::registrable_base*>(
-                      &static_cast<registrable<std::remove_cvref_t<decltype(obj)>>&>(obj)));
-              }(q),
-              ...);
-        },
-        queues_[gen]);
-    submitted_.swap(rebuilt);
     detail::diagnose_noexcept(misuse_kind::queued_in_other_queue,
                               "async_unregister: another writer's batch took over an object submitted here before "
-                              "its batch ran (a cascade reaching it): it was unlisted twice, and its ticket may have "
-                              "completed before that batch destroyed it");
+                              "its batch ran (a cascade reaching it): its ticket may complete before that batch "
+                              "destroys it");
   }
 
   template <std::size_t... K>
   batch_stats run_lanes(pending_queues& q, std::index_sequence<K...>) {
     auto lanes = std::make_tuple(
-        detail::submitted_lane<policy_at<K>, object_at<K>>(registry_.template policy<policy_at<K>>(), submitted_)...);
-    if (options_.unlock_during_waits) {
-      return rollback_many(registry_.domain(), unlock_during_waits<Lockable>(registry_.writer_lock()),
-                           options_.rollback, lane(std::get<K>(q), std::get<K>(lanes))...);
-    }
-    return rollback_many(registry_.domain(), options_.rollback, lane(std::get<K>(q), std::get<K>(lanes))...);
+        detail::submitted_lane<policy_at<K>, object_at<K>>(registry_.template policy<policy_at<K>>())...);
+    const auto lock = detail::writer_lock_ref::make<thread_flavors>(
+        registry_.writer_lock(),
+        detail::lock_release_for(options_.unlock_during_waits, options_.hold_lock_through_drain));
+    auto specs = std::make_tuple(lane(std::get<K>(q), std::get<K>(lanes))...);
+    return detail::run_specs(registry_.domain(), options_.rollback, lock, std::get<K>(specs)...);
   }
 
   registry_type& registry_;
@@ -813,10 +772,9 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   const std::uint64_t id_ = detail::g_next_reclaimer_id.fetch_add(1, std::memory_order_relaxed);
 
   // Under the registry's writer lock: the two queue sets (submits fill queues_[current_], a
-  // batch empties the other), their per-request data, the side set.
+  // batch empties the other), their per-request data.
   pending_queues queues_[2];
   generation generations_[2];
-  detail::submitted_set submitted_;
   std::size_t current_ = 0;  // written under the writer lock and m_; read under either
 
   // Under m_: the request counters and the state of the reclaimer.

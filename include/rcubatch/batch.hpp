@@ -152,7 +152,8 @@ class batch {
   /// during waits; the parent then waits for it the same way, unless it already has a parent.
   /// Misuse (reported, never thrown: hooks are noexcept), returns false and leaves it out:
   /// queued after the notify phase (queued_too_late), not registered (not_registered), already
-  /// gone (already_unregistering), or its type has no lane in this batch (not_in_batch).
+  /// gone (already_unregistering). Fatal under every policy (reported, then abort): its type has
+  /// no lane in this batch (not_in_batch) — the parent would be destroyed under it.
   /// Complexity: O(number of lanes).
   template <class U>
   bool queue(U& dependent) noexcept {
@@ -181,10 +182,13 @@ class batch {
     }
     detail::lane_base* lane = find_lane(&detail::lane_key<X>);
     if (lane == nullptr) {
-      detail::diagnose_noexcept(misuse_kind::not_in_batch,
-                                "batch::queue: the dependent's type has no lane in this batch (pass "
-                                "rcubatch::lane(queue, policy) for it to rollback_many); it is left out");
-      return false;
+      // Fatal: the batch is past its point of no return (grace period #1 has ended), and leaving
+      // the dependent out would destroy its parent while the dependent stays findable and points
+      // at it. A missing lane is a composition error that the first run of the code shows.
+      detail::diagnose_fatal(misuse_kind::not_in_batch,
+                             "batch::queue: the dependent's type has no lane in this batch (pass "
+                             "rcubatch::lane(queue, policy) for it to rollback_many, or a policy for it to the "
+                             "registry): its parent would be destroyed while it can still be found");
     }
     lane->adopt(r);
     record_parent(r);

@@ -44,7 +44,8 @@
 // (detail/tsan.hpp), so TSan sees the edge too.
 //
 // Thread safety: every member may be called from any thread registered with Flavor, concurrently.
-// Blocking members (synchronize, wait_for, barrier) diagnose a call from inside a read-side section
+// Under qsbr a caller that waits (for the GP mutex or the GP) is offline while it waits, and online
+// again when the member returns (detail/blocking.hpp). Blocking members (synchronize, wait_for, barrier) diagnose a call from inside a read-side section
 // as fatal misuse: waiting would deadlock and not waiting would free early.
 //
 // Cost: one memb GP with a busy reader ≈ 17 µs on the 2-vCPU test VM (shared/DESIGN.md); the
@@ -56,6 +57,7 @@
 #include <mutex>
 #include <string_view>
 
+#include "rcubatch/detail/blocking.hpp"
 #include "rcubatch/detail/tsan.hpp"
 #include "rcubatch/flavor.hpp"
 #include "rcubatch/fwd.hpp"
@@ -169,7 +171,10 @@ class grace_domain {
   /// Complexity: O(queued callbacks). Blocking: yes, until they ran (at least one GP).
   void barrier() {
     check_blocking_allowed("barrier");
-    Flavor::barrier();
+    {
+      detail::offline_while_blocked<Flavor> offline;  // qsbr: the callbacks wait for a GP
+      Flavor::barrier();
+    }
     barriers_.fetch_add(1, std::memory_order_relaxed);
     detail::tsan_grace_period_ended<Flavor>();
   }
@@ -196,8 +201,11 @@ class grace_domain {
   }
 
   /// Takes the GP mutex; a caller that waited for it while another ran a whole GP after its
-  /// cookie was taken is served by that GP (coalesced) instead of running its own.
+  /// cookie was taken is served by that GP (coalesced) instead of running its own. Under qsbr the
+  /// caller is offline for the whole wait (detail/blocking.hpp): online, it would stall the GP
+  /// that the mutex's holder runs while it waits for that holder.
   void wait_until_elapsed(gp_cookie c) noexcept {
+    detail::offline_while_blocked<Flavor> offline;
     std::lock_guard lock(gp_mutex_);
     // GPs run only under this mutex, so here the sequence is even: a GP in progress cannot be
     // mistaken for an ended one at this point (the race with one is in the lock-free paths).

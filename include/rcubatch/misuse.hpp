@@ -62,8 +62,10 @@ enum class misuse_kind : unsigned char {
   not_in_batch,              ///< batch::queue of a type with no lane in the batch; retire_with an owner outside it
   waits_for_own_batch,       ///< async_unregister wait/drain/run from a hook of its own running batch
   ref_overflow,              ///< hold() beyond ref_count::kMaxHolders holders of one object
+  holds_writer_lock,         ///< a call that takes the writer lock (or waits for a batch that does) by its holder
+  wrong_registry,            ///< an object unregistered through a registry (or reclaimer) it is not published in
 };
-inline constexpr std::size_t kMisuseKinds = 17;
+inline constexpr std::size_t kMisuseKinds = 19;
 
 constexpr std::string_view to_string(misuse_kind k) noexcept {
   constexpr std::array<std::string_view, kMisuseKinds> names{
@@ -72,7 +74,8 @@ constexpr std::string_view to_string(misuse_kind k) noexcept {
       "ref_underflow",            "hold_after_drain",       "queued_too_late",
       "reader_not_registered",    "reader_offline",         "foreign_cookie",
       "not_in_read_section",      "retired_twice",          "not_in_batch",
-      "waits_for_own_batch",      "ref_overflow"};
+      "waits_for_own_batch",      "ref_overflow",           "holds_writer_lock",
+      "wrong_registry"};
   return names[static_cast<std::size_t>(k)];
 }
 

@@ -16,7 +16,10 @@
 //   note_unlinked, a dismantle elision, a void or true-returning uninit, or any dependent;
 //   otherwise the batch costs one grace period.
 // Locks: "unlocked" phases run with the caller's lock released only under unlock_during_waits
-//   (the hook table in policy.hpp says what that means for each hook).
+//   (the hook table in policy.hpp says what that means for each hook). A registry or
+//   async_unregister by default releases its own lock for the "unlocked" phases after the last
+//   grace period (dispose_retirees, ref_drain, dispose_late_retirees) but not for the grace
+//   periods (registry.hpp, Locking).
 //
 // What each time covers. ref_drain includes every object's destroy hook (objects are destroyed as
 // their last reference drops, inside the drain), its rebroadcast and stall reports, and each

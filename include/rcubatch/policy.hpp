@@ -28,8 +28,9 @@
 // newest first until 2026-12-01: walking forwards is what lets the queue be singly linked (an
 // 8-byte hook, registrable.hpp) and was cheaper (issue 13's A/B). An uninit must not rely on
 // a dependent's uninit having run; destroys still go dependents first (ref_drain.hpp).
-// (udw) = only under unlock_during_waits; otherwise held. destroy runs without the lock under
-// unlock_during_waits on purpose: the object is unreachable, and re-taking the lock per object
+// (udw) = only under unlock_during_waits (and, for a registry or an async_unregister, by default:
+// they release their lock for the drain unless hold_lock_through_drain); otherwise held. destroy
+// runs without the lock on purpose: the object is unreachable, and re-taking the lock per object
 // would serialize every destroy against the other writers (the kernel's netdev_run_todo frees
 // devices after dropping RTNL too). So a destroy hook must not touch shared registry state.
 // * unlist is required: a policy without it must say so with
@@ -111,6 +112,7 @@ RCUBATCH_DETAIL_NAME_PROBE(uninit)
 RCUBATCH_DETAIL_NAME_PROBE(destroy)
 RCUBATCH_DETAIL_NAME_PROBE(rebroadcast)
 RCUBATCH_DETAIL_NAME_PROBE(name)
+RCUBATCH_DETAIL_NAME_PROBE(pending_bytes)  // async_unregister's budget hook (checked there)
 #undef RCUBATCH_DETAIL_NAME_PROBE
 
 /// `static constexpr bool publishes_nothing = true;` in a policy (in a local class, which may not

@@ -56,6 +56,7 @@
 #include <utility>
 
 #include "rcubatch/batch.hpp"
+#include "rcubatch/detail/blocking.hpp"
 #include "rcubatch/detail/tsan.hpp"
 #include "rcubatch/detail/writer_lock.hpp"
 #include "rcubatch/flavor.hpp"
@@ -104,7 +105,10 @@ class ref_drain final : public drain_listener {
     const bool rebroadcasts = any_lane_rebroadcasts();
     while (held > 0) {
       {
-        offline_while_waiting<Flavor> offline;
+        // Offline under qsbr (detail/blocking.hpp): an online waiter stalls every other thread's
+        // grace period, and deadlocks with a holder that needs one before its put(). Only the
+        // wait is offline: hooks (rebroadcast, destroy) run online as usual.
+        offline_while_blocked<Flavor> offline;
         std::unique_lock lock(mutex_);
         const auto deadline = rebroadcasts ? std::min(next_rebroadcast, next_report) : next_report;
         cv_.wait_until(lock, deadline, [&] { return told_; });
@@ -162,28 +166,6 @@ class ref_drain final : public drain_listener {
   }
 
  private:
-  template <class Flavor>
-  struct offline_while_waiting {
-    bool was_online = false;
-    // A registered QSBR thread that is online counts as a reader: waiting online would stall
-    // every other thread's grace period, and deadlock with a holder that needs one before its
-    // put(). Only the wait is offline: hooks (rebroadcast, destroy) run online as usual.
-    offline_while_waiting() noexcept {
-      if constexpr (Flavor::quiescent_state_based) {
-        was_online = Flavor::read_ongoing();
-        if (was_online) {
-          tsan_reader_leaves<Flavor>();
-          Flavor::thread_offline();
-        }
-      }
-    }
-    ~offline_while_waiting() {
-      if (was_online) Flavor::thread_online();
-    }
-    offline_while_waiting(const offline_while_waiting&) = delete;
-    offline_while_waiting& operator=(const offline_while_waiting&) = delete;
-  };
-
   bool any_lane_rebroadcasts() const noexcept {
     for (std::size_t i = 0; i < lane_count_; ++i)
       if (lanes_[i]->has_rebroadcast()) return true;

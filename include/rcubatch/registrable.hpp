@@ -158,7 +158,12 @@ class registrable_base : private counted_base {
   static constexpr unsigned char kReleasedDismantling = 0x80;
   // Set while its batch keeps sub-objects tied to it (batch::retire_with); transitions keep it.
   static constexpr unsigned char kHasTied = 0x40;
-  static constexpr unsigned char kStateBits = 0x3f;
+  // Set while it waits in an async_unregister queue, unlisted at submit: whichever batch takes it
+  // (that reclaimer's, or another writer's through a cascade) skips its unlist; the transition to
+  // unregistering clears it. A mark on the object, not a set of addresses: an address reused by a
+  // new object cannot inherit it.
+  static constexpr unsigned char kUnlistedEarly = 0x20;
+  static constexpr unsigned char kStateBits = 0x07;
   std::atomic<unsigned char> state_{static_cast<unsigned char>(reg_state::uninitialized)};
   unreg_hook hook_;                          // links it into one queue (a running batch's or not)
   // The queue it sits in; through it, its running batch's lane (queue_base::lane). Kept until its
@@ -239,10 +244,21 @@ struct registrable_access {
   using list = queue_base::list_type;
 
   /// A plain load and store (only the batch's thread writes a batch object's state), keeping
-  /// the has-tied bit.
+  /// the has-tied bit (and clearing the unlisted-early one).
   static void set_state(registrable_base& o, reg_state s) noexcept {
     const unsigned char keep = o.state_.load(std::memory_order_relaxed) & registrable_base::kHasTied;
     o.state_.store(static_cast<unsigned char>(keep | static_cast<unsigned char>(s)), std::memory_order_release);
+  }
+  /// Whether it was unlisted before its batch (async_unregister::submit); cleared by set_state.
+  static bool unlisted_early(const registrable_base& o) noexcept {
+    return (o.state_.load(std::memory_order_relaxed) & registrable_base::kUnlistedEarly) != 0;
+  }
+  /// Requires: registered, under the writer lock, right after its policy's unlist ran.
+  static void set_unlisted_early(registrable_base& o, bool early) noexcept {
+    const unsigned char s = o.state_.load(std::memory_order_relaxed);
+    o.state_.store(static_cast<unsigned char>(early ? s | registrable_base::kUnlistedEarly
+                                                    : s & ~registrable_base::kUnlistedEarly),
+                   std::memory_order_release);
   }
   /// Whether the batch keeps sub-objects tied to it (cleared on release).
   static bool has_tied(const registrable_base& o) noexcept {

@@ -43,17 +43,32 @@
 // call goes to rollback_many's common body rather than its public overload: see run() below.)
 //
 // Locking: every member that changes the registry takes the writer lock for its whole call; a
-// batch keeps it through its grace periods and ref drain unless registry_options says
-// unlock_during_waits (rollback_many.hpp: only when no other lock nests inside this one). Hooks
-// run under that lock: a hook must not call the registry's members (self-deadlock).
+// batch keeps it through its grace periods, then releases it for the disposals, the ref drain and
+// destroy (the kernel's order: netdev_run_todo waits for references after RTNL is dropped), and
+// takes it back to rebroadcast and before it returns. So a held object delays only the batch
+// waiting for it: other writers go on, and the holder itself may add and unregister other objects.
+// registry_options::hold_lock_through_drain restores the lock held throughout (a held object then
+// stops every writer, and a holder that writes deadlocks); unlock_during_waits releases it for the
+// grace periods too (rollback_many.hpp: only when no other lock nests inside this one). Hooks
+// before the drain (validate ... uninit, rebroadcast) run under the lock; destroy runs without it
+// unless hold_lock_through_drain. The lock knows its holder: a registry member (or a reclaimer's
+// submit or wait) called on the thread that holds it — from such a hook, or under writer_lock() —
+// is diagnosed (holds_writer_lock) and refused instead of waiting for itself.
+// Blocking waits (the writer lock, grace periods, the drain) are taken offline under qsbr, for the
+// registry's flavor and its indexes' (detail/blocking.hpp): a registered qsbr writer may stay
+// online around these calls.
 // Thread safety: every member may be called concurrently from threads registered with Flavor (and
 // with the indexes' flavor); the writers serialize on the lock, readers use read_guard and find.
 // Misuse, diagnosed through misuse.hpp before anything changes: add of an object that is not
 // freshly constructed (register_twice), add / unregister* inside a read-side section of Flavor
 // (blocking_in_read_section: taking the writer lock there can deadlock against a writer waiting
 // for that reader's grace period), unregistering an object that is not registered (unreg_queue),
-// a policy without unlist (compile error, policy.hpp), an object type with no policy (compile
-// error naming it).
+// or that is registered in another registry (wrong_registry: indexed's owns() tells), a call by
+// the lock's holder (holds_writer_lock), a policy without unlist (compile error, policy.hpp), an
+// object type with no policy (compile error naming it). Unregistering an object whose batch has
+// already ended is a use of freed memory, like any use of a freed object: the library cannot see
+// it. Delete by key under the writer lock (unregister_with and index<I>().find_locked) when two
+// threads may race to delete the same object.
 #pragma once
 
 #include <array>
@@ -69,6 +84,7 @@
 #include <utility>
 
 #include "rcubatch/fwd.hpp"
+#include "rcubatch/detail/writer_lock.hpp"
 #include "rcubatch/grace_domain.hpp"
 #include "rcubatch/misuse.hpp"
 #include "rcubatch/read_guard.hpp"
@@ -106,11 +122,25 @@ enum class publish_result : unsigned char {
 
 /// How a registry runs its batches.
 struct registry_options {
-  /// Release the writer lock during the grace periods and the ref drain (rollback_many.hpp's
-  /// unlock_during_waits); off by default: the lock is held through the whole batch.
+  /// Release the writer lock during the grace periods as well as the ref drain (rollback_many.hpp's
+  /// unlock_during_waits); off by default: the lock is held through the grace periods.
   bool unlock_during_waits = false;
+  /// Hold the writer lock through the ref drain and destroy too (the behaviour before 0.2). Off by
+  /// default, the kernel's order (netdev_run_todo waits for references after RTNL is released):
+  /// with it on, one held object stops every writer of the registry until it is let go, and a
+  /// thread that holds a reference and then writes (add, unregister) deadlocks against the batch
+  /// that waits for its reference. Ignored when unlock_during_waits is on.
+  bool hold_lock_through_drain = false;
   rollback_options rollback{};
 };
+
+namespace detail {
+/// How a batch of a registry (or its reclaimer) treats the writer lock, from the options.
+constexpr lock_release lock_release_for(bool unlock_during_waits, bool hold_lock_through_drain) noexcept {
+  if (unlock_during_waits) return lock_release::grace_periods;
+  return hold_lock_through_drain ? lock_release::never : lock_release::drain_only;
+}
+}  // namespace detail
 
 namespace detail {
 /// The position of X among Ts, or sizeof...(Ts) if absent; how many times it occurs.
@@ -140,6 +170,38 @@ constexpr bool policy_has_index() noexcept {
     return false;
   }
 }
+
+/// The flavors a registry's writers may be online in, and that a reclaimer thread registers with:
+/// the registry's, then each index's (Index::flavor_type of every policy's index_types),
+/// duplicates allowed (registrations and offline scopes nest).
+template <class I>
+struct flavor_of_index {
+  using type = std::tuple<>;
+};
+template <class I>
+  requires requires { typename I::flavor_type; }
+struct flavor_of_index<I> {
+  using type = std::tuple<typename I::flavor_type>;
+};
+template <class P>
+struct index_flavors_of {
+  using type = std::tuple<>;
+};
+template <class... Tuples>
+using tuple_cat_t = decltype(std::tuple_cat(std::declval<Tuples>()...));
+template <class Tuple>
+struct flavors_of_indexes;
+template <class... Is>
+struct flavors_of_indexes<std::tuple<Is...>> {
+  using type = tuple_cat_t<typename flavor_of_index<Is>::type...>;
+};
+template <class P>
+  requires requires { typename P::index_types; }
+struct index_flavors_of<P> {
+  using type = typename flavors_of_indexes<typename P::index_types>::type;
+};
+template <class Flavor, class... Policies>
+using thread_flavors_t = tuple_cat_t<std::tuple<Flavor>, typename index_flavors_of<Policies>::type...>;
 
 inline publish_result to_publish_result(bool published) noexcept {
   return published ? publish_result::published : publish_result::refused_after_exposure;
@@ -195,8 +257,30 @@ class indexed {
     return linked == 0 ? publish_result::refused : publish_result::refused_after_exposure;
   }
 
-  /// Effects: unlinks obj from every index (the rollback_many hook). Complexity: one unlink each.
-  void unlist(T& obj) noexcept { (static_cast<void>(std::get<Indexes>(indexes_).unlink(obj)), ...); }
+  /// Effects: true when obj is published here: linked in the first index (an index without
+  /// `bool holds(const T&)` is taken on trust). The registry checks it before it queues an object
+  /// (misuse wrong_registry). Requires: the writer lock. Complexity: O(1) (lfht_index::holds).
+  bool owns(const T& obj) const noexcept {
+    using first = std::tuple_element_t<0, std::tuple<Indexes...>>;
+    if constexpr (requires(const first& i) { { i.holds(obj) } -> std::convertible_to<bool>; }) {
+      return std::get<0>(indexes_).holds(obj);
+    } else {
+      return true;
+    }
+  }
+
+  /// Effects: unlinks obj from every index (the rollback_many hook). An index that did not hold
+  /// it (an object of another registry reached by a batch of this one, e.g. through a cascade)
+  /// is fatal: the batch is past its point of no return and would destroy an object that readers
+  /// of that other registry can still find. Complexity: one unlink each.
+  void unlist(T& obj) noexcept {
+    const bool all = (unlink_one(std::get<Indexes>(indexes_), obj) & ...);
+    if (!all) [[unlikely]]
+      detail::diagnose_fatal(misuse_kind::wrong_registry,
+                             "indexed::unlist: the object was not linked in this registry's indexes (it belongs "
+                             "to another registry, or was unlinked by hand): destroying it would free an object "
+                             "readers may still find");
+  }
 
   /// The index of type I, for lookups (inside a read_guard) and for anything done by hand.
   template <class I>
@@ -216,6 +300,16 @@ class indexed {
     if (!index.add_unique(obj)) return false;
     ++linked;
     return true;
+  }
+  /// An index's unlink; one that returns void is taken on trust.
+  template <class I>
+  static bool unlink_one(I& index, T& obj) noexcept {
+    if constexpr (std::is_convertible_v<decltype(index.unlink(obj)), bool>) {
+      return static_cast<bool>(index.unlink(obj));
+    } else {
+      index.unlink(obj);
+      return true;
+    }
   }
   void unlink_first(T& obj, std::size_t n) noexcept {
     std::size_t i = 0;
@@ -258,15 +352,24 @@ class basic_registry {
   /// dellink(T&, unreg_queue<T>&) written against the primitives takes it as it is.
   class queues {
    public:
-    queues() = default;
     queues(const queues&) = delete;
     queues& operator=(const queues&) = delete;
 
     /// Effects, Requires, Throws, Complexity: unreg_queue<T>::push for obj's registrable type T
-    /// (a compile error if no policy handles T). Thread safety: only inside unregister_with's fn.
+    /// (a compile error if no policy handles T); then, if its policy can tell (`bool owns(const
+    /// T&)`: indexed has it), an object that is not published in this registry is taken out again
+    /// and diagnosed (wrong_registry; false under report, nothing changed).
+    /// Thread safety: only inside unregister_with's fn.
     template <class U>
     bool push(U& obj) {
-      return std::get<slot_of<U>()>(q_).push(obj);
+      constexpr std::size_t k = slot_of<U>();
+      auto& q = std::get<k>(q_);
+      if (!q.push(obj)) return false;
+      if (registry_->template owns<k>(static_cast<object_at<k>&>(obj))) [[likely]]
+        return true;
+      q.remove(obj);
+      registry_->report_wrong_registry("registry::unregister");
+      return false;
     }
     /// Effects: the queue of objects of type T (a compile error if no policy handles T). O(1).
     template <class T>
@@ -284,6 +387,8 @@ class basic_registry {
 
    private:
     friend class basic_registry;
+    explicit queues(basic_registry& r) noexcept : registry_(&r) {}
+    basic_registry* registry_;
     std::tuple<unreg_queue<typename Policies::object_type>...> q_;
   };
 
@@ -316,7 +421,7 @@ class basic_registry {
   bool add(U& obj) {
     constexpr std::size_t k = slot_of<U>();
     using T = object_at<k>;
-    if (!outside_read_section("add")) return false;
+    if (!outside_read_section("add") || !lock_not_held("registry::add")) return false;
     std::scoped_lock lock(mutex_);
     T& t = static_cast<T&>(obj);
     if (t.state() != reg_state::uninitialized) {
@@ -386,13 +491,13 @@ class basic_registry {
   /// Complexity: fn, plus O(queued + dependents). Blocking: as unregister.
   template <class Fn>
   batch_stats unregister_with(Fn&& fn) {
-    if (!outside_read_section("unregister")) {
+    if (!outside_read_section("unregister") || !lock_not_held("registry::unregister")) {
       batch_stats refused;
       refused.refused = true;
       return refused;
     }
     std::scoped_lock lock(mutex_);
-    queues q;
+    queues q(*this);
     std::forward<Fn>(fn)(q);
     return run(q, std::index_sequence_for<Policies...>{});
   }
@@ -425,9 +530,14 @@ class basic_registry {
     return std::get<P>(policies_);
   }
 
+  /// The writer lock's type: a Lockable wrapping lock_type that knows its holder
+  /// (detail/writer_lock.hpp), so the registry's members diagnose a call from the thread holding it
+  /// (holds_writer_lock) instead of deadlocking, and under qsbr waits for it offline.
+  using writer_lock_type = detail::tracked_writer_lock<detail::thread_flavors_t<Flavor, Policies...>, Lockable>;
+
   /// Effects: the writer lock, for work done by hand with the primitives (hold it as add does;
-  /// never call the registry's members while holding it: they take it). Throws: nothing.
-  Lockable& writer_lock() noexcept { return mutex_; }
+  /// the registry's members called while holding it are refused: holds_writer_lock). Throws: nothing.
+  writer_lock_type& writer_lock() noexcept { return mutex_; }
   /// Effects: the grace domain the batches use. Throws: nothing.
   grace_domain<Flavor>& domain() const noexcept { return *domain_; }
   /// Effects: the options given at construction. Throws: nothing.
@@ -449,6 +559,36 @@ class basic_registry {
     return std::get<k>(policies_);
   }
 
+  /// Requires: the writer lock. Whether the policy of slot K publishes obj here (see queues::push).
+  template <std::size_t K>
+  bool owns(const object_at<K>& obj) const noexcept {
+    const auto& p = std::get<K>(policies_);
+    if constexpr (requires { { p.owns(obj) } -> std::convertible_to<bool>; }) {
+      return static_cast<bool>(p.owns(obj));
+    } else {
+      return true;
+    }
+  }
+  void report_wrong_registry(const char* what) const {
+    detail::diag_text msg(what);
+    msg += ": the object is registered, but not in this registry (another registry of the same type, "
+           "or unlinked by hand); nothing was changed";
+    detail::diagnose(misuse_kind::wrong_registry, msg.view());
+  }
+
+  /// Not on the thread that holds the writer lock: a hook of a batch holding it, or code under
+  /// writer_lock(). Taking it again (or waiting for a batch that takes it) would wait for itself.
+  /// `caller` names the member ("registry::add", "async_unregister::submit").
+  bool lock_not_held(const char* caller) {
+    if (!mutex_.held_by_caller()) [[likely]]
+      return true;
+    detail::diag_text msg(caller);
+    msg += " called by the thread that holds the registry's writer lock (a hook of a batch that holds it, or "
+           "code under writer_lock()): it would wait for itself; nothing was changed";
+    detail::diagnose(misuse_kind::holds_writer_lock, msg.view());
+    return false;
+  }
+
   bool outside_read_section(const char* what) {
     if (!in_read_section<Flavor>()) return true;
     detail::diag_text msg("registry::");
@@ -467,12 +607,15 @@ class basic_registry {
   template <std::size_t... K>
   batch_stats run(queues& q, std::index_sequence<K...>) {
     auto lanes = std::make_tuple(lane(std::get<K>(q.q_), std::get<K>(policies_))...);
-    const detail::writer_lock_ref lock =
-        options_.unlock_during_waits ? detail::writer_lock_ref(mutex_) : detail::writer_lock_ref();
+    const auto lock = detail::writer_lock_ref::make<detail::thread_flavors_t<Flavor, Policies...>>(
+        mutex_, detail::lock_release_for(options_.unlock_during_waits, options_.hold_lock_through_drain));
     return detail::run_specs(*domain_, options_.rollback, lock, std::get<K>(lanes)...);
   }
 
-  Lockable mutex_;
+  template <class>
+  friend class async_unregister;
+
+  writer_lock_type mutex_;
   registry_options options_;
   grace_domain<Flavor>* domain_;
   std::tuple<Policies...> policies_;

@@ -225,7 +225,9 @@ class typed_lane : public lane_base {
       hooks_type hooks = hooks_;
       for (iterator it = first; it != end; ++it) {
         ahead.step();
-        hooks.unlist(access::downcast<T>(*it));
+        // Unlisted already when it was submitted to an async_unregister (registrable.hpp).
+        if (!access::unlisted_early(*it)) [[likely]]
+          hooks.unlist(access::downcast<T>(*it));
         access::set_state(*it, reg_state::unregistering);
         last = it;
       }
@@ -437,7 +439,7 @@ class rollback_engine {
     if (needs_grace_period_2(unlinked)) grace_period_2();
 
     stats_.objects = batch_.size();
-    lock_.unlock();  // a no-op unless unlock_during_waits: disposals and the drain run unlocked
+    lock_.unlock();  // a no-op unless the lock is released (for waits, or the drain only)
     dispose_retirees();
     ref_drain_and_destroy();
     dispose_late_retirees();
@@ -571,13 +573,13 @@ class rollback_engine {
         ++stats_.gps_elided;
         return;
       }
-      lock_.unlock();
+      lock_.unlock_for_grace_period();
       if (domain_.wait_for(cookie)) {
         ++stats_.grace_periods;
       } else {
         ++stats_.gps_elided;
       }
-      lock_.relock();
+      lock_.relock_after_grace_period();
     });
   }
 
@@ -653,7 +655,7 @@ template <class T, class Policy, class Flavor, class Lockable>
 batch_stats rollback_many(unreg_queue<T>& q, Policy&& policy, grace_domain<Flavor>& domain,
                           unlock_during_waits<Lockable> lock, const rollback_options& opts = {}) {
   detail::lane_ref<T, std::remove_reference_t<Policy>> l{q, policy};
-  return detail::run_lanes(domain, opts, detail::writer_lock_ref(lock.lock), l);
+  return detail::run_lanes(domain, opts, detail::writer_lock_ref::make<Flavor>(lock.lock, detail::lock_release::grace_periods), l);
 }
 
 /// Several object types in one batch: one lane(queue, policy) per type, sharing grace periods #1
@@ -673,13 +675,13 @@ template <class Flavor, class Lockable, class... T, class... P>
 batch_stats rollback_many(grace_domain<Flavor>& domain, unlock_during_waits<Lockable> lock,
                           lane_spec<T, P>... lanes) {
   static_assert(detail::distinct_types<T...>(), "rcubatch: rollback_many: each object type may have one lane only");
-  return detail::run_specs(domain, rollback_options{}, detail::writer_lock_ref(lock.lock), lanes...);
+  return detail::run_specs(domain, rollback_options{}, detail::writer_lock_ref::make<Flavor>(lock.lock, detail::lock_release::grace_periods), lanes...);
 }
 template <class Flavor, class Lockable, class... T, class... P>
 batch_stats rollback_many(grace_domain<Flavor>& domain, unlock_during_waits<Lockable> lock,
                           const rollback_options& opts, lane_spec<T, P>... lanes) {
   static_assert(detail::distinct_types<T...>(), "rcubatch: rollback_many: each object type may have one lane only");
-  return detail::run_specs(domain, opts, detail::writer_lock_ref(lock.lock), lanes...);
+  return detail::run_specs(domain, opts, detail::writer_lock_ref::make<Flavor>(lock.lock, detail::lock_release::grace_periods), lanes...);
 }
 
 /// Effects: unregisters one object (of type U, or derived from its registrable base) through the

@@ -1,14 +1,15 @@
 // rcubatch/detail/submitted_lane.hpp — the lane policy of an async_unregister batch.
 //
 // async_unregister::submit runs the registry policy's validate and unlist at once, under the
-// writer lock; the batch that tears the object down later must not run them again. So each lane
-// of that batch gets, instead of the registry's policy P, a submitted_lane<P, T>: the same hooks
-// (forwarded, and only those P has: the hook table is found by name, and an always-present
-// forwarder would change what runs), no validate, and an unlist that skips the objects unlisted at
-// submit — the members of a side set — while still unlisting the dependents notify queues.
+// writer lock; the batch that tears the object down later must not run them again. The unlist
+// is skipped by the batch itself, for any object carrying the unlisted-early mark (registrable.hpp:
+// set at submit, so it holds whichever batch takes the object, and a new object at a reused address
+// does not inherit it). validate is what this lane drops: each lane of that batch gets, instead of
+// the registry's policy P, a submitted_lane<P, T>: the same hooks (forwarded, and only those P
+// has: the hook table is found by name, and an always-present forwarder would change what runs),
+// no validate. Dependents that notify queues are never validated in any batch.
 #pragma once
 
-#include <unordered_set>
 #include <utility>
 
 #include "rcubatch/batch.hpp"
@@ -16,9 +17,6 @@
 #include "rcubatch/registrable.hpp"
 
 namespace rcubatch::detail {
-
-/// The set of submitted objects not yet unlisted-or-skipped by a batch (see submitted_lane).
-using submitted_set = std::unordered_set<const void*>;
 
 // Forwarding mixins: the lane policy has exactly the hooks the registry's policy has (the hook
 // table is found by name, so an always-present forwarder would change what runs: a void uninit
@@ -81,9 +79,8 @@ struct fwd_name<D, P, T, true> {
 template <class P, class T>
 using hooks_of = policy_hooks<P, T>;
 
-/// The lane policy of an asynchronous batch: the registry's policy P, except that unlist skips
-/// the objects unlisted at submit (members of `submitted`, erased as they are skipped) and
-/// validate is absent (it ran at submit). Dependents that notify queues are unlisted by P.
+/// The lane policy of an asynchronous batch: the registry's policy P without validate (it ran
+/// at submit). unlist forwards: the batch skips it for objects unlisted at submit.
 template <class P, class T>
 class submitted_lane
     : public fwd_close_many<submitted_lane<P, T>, P, T, hooks_of<P, T>::has_close_many>,
@@ -98,18 +95,13 @@ class submitted_lane
   static_assert(hooks_of<P, T>::check());  // a misshapen hook is a compile error, never skipped
 
  public:
-  submitted_lane(P& p, submitted_set& s) noexcept : p_(&p), submitted_(&s) {}
+  explicit submitted_lane(P& p) noexcept : p_(&p) {}
   P& policy() noexcept { return *p_; }
 
-  void unlist(T& t) noexcept {
-    const void* key = static_cast<const registrable_base*>(&static_cast<registrable<T>&>(t));
-    if (submitted_->erase(key) != 0) return;  // unlisted by submit
-    hooks_of<P, T>{*p_}.unlist(t);
-  }
+  void unlist(T& t) noexcept { hooks_of<P, T>{*p_}.unlist(t); }
 
  private:
   P* p_;
-  submitted_set* submitted_;
 };
 
 }  // namespace rcubatch::detail

@@ -37,16 +37,19 @@
 //
 // Misuse: a thread must be registered with Flavor (qsbr: and online) before calling any member
 // but the constructor and size(). find/begin outside a read_guard, and updates from an offline
-// qsbr thread, abort with a sentence when RCUBATCH_INDEX_CHECKS is on (the default unless NDEBUG;
-// define it to 1 or 0 to choose). Adding an object whose hook is already linked, resizing inside
+// qsbr thread, abort with a sentence when RCUBATCH_INDEX_CHECKS is on (the default in every build,
+// NDEBUG included; define it to 0 to opt out). Adding an object whose hook is already linked, resizing inside
 // a read section and destroying a non-empty index are diagnosed through misuse.hpp's policy.
 // Never free an unlinked object, nor add it again, before a grace period has passed.
 //
 // Cost: a lookup is one rculfhash lookup (hash, one bucket walk, a KeyEqual per node of the same
-// hash) plus, with checks on, two thread-local reads. Measured 2026-12-01 11:38 UTC on the 2-vCPU
-// VM at load average 8 (g++ -O2 -DNDEBUG, memb, a scratch loop of 100 x 10,000 finds of "devN"
-// names in 16,384 buckets, three runs each): 73-96 ns per find with RCUBATCH_INDEX_CHECKS=1,
-// 106-110 ns with 0 — the checks are lost in the noise of that load. Growth decides the rest.
+// hash) plus, with checks on, at most one thread-local read and a not-taken branch. Measured
+// 2026-12-03 07:39-07:43 UTC (g++ -O2 -DNDEBUG, memb, 10,000 keys in 16,384 buckets, 100 x 10,000
+// finds, a scratch probe): callgrind counts +3.6 instructions per find for int keys with one
+// read_guard per 16 finds (173.5 vs 169.9), +1.0 with one guard per find (the guard's own depth
+// update sets the flags the check tests), +3.4 / +4.0 for string keys "devN" (280.5 vs 277.1,
+// 361.1 vs 357.1); in time, 30 interleaved rounds per case at load 4-6 gave median ratios
+// 0.94-1.07 with no consistent sign: below this VM's noise. Growth decides the rest.
 #pragma once
 
 #include <atomic>
@@ -73,12 +76,11 @@
 
 #include <urcu/rculfhash.h>
 
+// On in every build, release (NDEBUG) included: a find outside a read_guard is a use-after-free
+// waiting for a grace period, and release builds are where it would go unseen. Opt out with
+// -DRCUBATCH_INDEX_CHECKS=0 (the cost is stated in the file comment).
 #ifndef RCUBATCH_INDEX_CHECKS
-#ifdef NDEBUG
-#define RCUBATCH_INDEX_CHECKS 0
-#else
 #define RCUBATCH_INDEX_CHECKS 1
-#endif
 #endif
 
 namespace rcubatch {
@@ -419,6 +421,10 @@ class lfht_index {
     h.linked_in_ = this;
     return true;
   }
+
+  /// Effects: true when obj is linked in this index (not in another one, nor in none). Writer
+  /// side (under the writer lock); readers never need it. Complexity: O(1), no lookup.
+  bool holds(const T& obj) const noexcept { return (obj.*Hook).linked_in_ == this; }
 
   /// Effects: if obj is linked here, unlinks it and returns true; readers already inside a read
   /// section may still find it, so free it (or add it again) only after a grace period. Returns
