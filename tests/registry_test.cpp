@@ -389,7 +389,7 @@ TEST_F(registry_counting, a_cascade_to_a_type_without_a_lane_is_fatal_before_its
     reg.add(*s);
     reg.unregister(*s);
   };
-  EXPECT_DEATH(cascade_without_lane(), "no lane in this batch");
+  EXPECT_DEATH(cascade_without_lane(), "its parent would be destroyed while it can still be found");
 }
 
 /// Destroy calls back (a test hook).

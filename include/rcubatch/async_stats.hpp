@@ -33,6 +33,7 @@ struct async_stats {
   std::uint64_t blocked_submits = 0;  ///< submits that blocked on the budget
   std::uint64_t batches = 0;          ///< batches run (with at least one request)
   std::uint64_t grace_periods = 0;    ///< GPs those batches waited for (batch_stats::grace_periods)
+  std::uint64_t gps_pipelined = 0;    ///< GPs #1 those batches skipped (batch_stats::gps_pipelined)
   std::uint64_t objects = 0;          ///< objects destroyed by them, dependents included
   std::size_t max_requests_per_batch = 0;
   std::size_t max_threads_per_batch = 0;

@@ -30,19 +30,30 @@
 // async_options): submitters are not held up by its grace periods. With it off, the lock is still
 // released for the ref drain and destroy unless hold_lock_through_drain (registry.hpp's Locking).
 //
-// The reclaimer is a background thread the object owns (reclaim_mode::background_thread), or
-// the application's own threads (reclaim_mode::manual): run_now(), run_if_due(), and every
-// wait(), drain(), unregister() and budget-blocked submit() run batches on the calling thread
-// when one is due and none is running. Under qsbr the background thread is registered with the
-// flavor and goes offline whenever it sleeps or waits for a lock; so do manual callers while
-// they block (wait, budget, locks): a qsbr writer's synchronize never waits for them.
+// Who runs a batch. Callers that wait — wait(), unregister(), drain() — lead, in either mode
+// (liburcu's synchronize_rcu combines its waiters the same way, with no timer): if no batch is
+// running and their request was not taken yet, they run the batch of everything pending at once,
+// on their own thread; if one is running, they wait for it, and the first of them to see it end
+// leads the next one, which takes every request that arrived meanwhile. So W synchronous callers
+// combine into batches of up to W requests, and a lone caller pays what a plain unregister_one
+// would. Requests nobody waits for (submit only) are run by the background thread the object
+// owns (reclaim_mode::background_thread) or, in reclaim_mode::manual, by run_now(), run_if_due()
+// and budget-blocked submits, when a batch is due. A batch's hooks therefore run on whichever
+// thread leads it. Under qsbr the background thread is registered with the flavor and goes
+// offline whenever it sleeps or waits for a lock; so do callers while they block (wait, budget,
+// locks): a qsbr writer's synchronize never waits for them.
 //
-// When a batch starts: when the pending requests reach async_options::batch_count, their bytes
-// batch_bytes, or the oldest request's age max_age — the age counted from the later of its
-// submit and the end of the previous batch, so the callers a batch wakes have max_age to submit
-// again before the next one starts: that is what lets W synchronous callers combine into one
-// batch each round (without it they split into two alternating halves). Also at once when a
-// submitter is blocked by the budget, and for drain(). wait() does not force a batch.
+// When a batch is due (for requests nobody waits for): when the pending requests reach
+// async_options::batch_count, their bytes batch_bytes, or the oldest request's age max_age — the
+// age counted from the later of its submit and the end of the previous batch. Also at once when a
+// submitter is blocked by the budget, and for drain().
+//
+// Pipelined grace periods: every object a batch starts with was unlisted at its submit, so when
+// a grace period that began after the batch's last submit has already ended by the time the batch
+// starts (typically the previous batch's #2, or another writer's), the batch skips its #1 —
+// counted in batch_stats::gps_pipelined — unless a lane has close_many (which runs before #1 and
+// may need it). Dependents queued by notify are still covered by #2; the ordering guarantees
+// above do not change.
 //
 // Memory budget: each request is charged an estimate of its object's bytes — the policy's
 // optional `std::size_t pending_bytes(const T&)` hook (checked by shape: a member of that name
@@ -325,6 +336,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
       // --- nothing below throws ---
       detail::hooks_of<policy_at<k>, T>{registry_.template policy<policy_at<k>>()}.unlist(t);
       detail::registrable_access::set_unlisted_early(t, true);  // whichever batch takes it skips unlist
+      generations_[current_].unlisted_before = registry_.domain().snapshot();
       std::uint64_t seq;
       bool wake = false, wake_blocked = false;
       {
@@ -361,21 +373,22 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
     return completed_ >= t.sequence_;
   }
 
-  /// Effects: returns once the ticket's object has been destroyed. Does not force a batch: it
-  /// waits for one to become due (thresholds, age); in manual mode the caller runs it then.
+  /// Effects: returns once the ticket's object has been destroyed. Leads (see the file comment):
+  /// runs the batch itself, at once, unless one is running or already took the request.
   /// Requires: outside read-side sections; not from a hook of this reclaimer's batches.
   /// Misuse: as poll (then returns at once); inside a read-side section (blocking_in_read_section);
   /// from a hook of this reclaimer's batch (waits_for_own_batch). Either: returns at once.
   /// Throws: misuse_error as above; what a batch run on this thread throws (none: hooks after
-  /// validate are noexcept). Blocking: until the ticket's batch ends (≤ max_age + one batch
-  /// after the previous one, at steady state). Offline while blocked under qsbr.
+  /// validate are noexcept). Blocking: until the ticket's batch ends (≤ the running batch and its
+  /// own, with no timer). Offline while blocked under qsbr.
   void wait(unregister_ticket t) {
     if (!check_ticket(t, "wait")) return;
     if (!outside_own_batch("wait") || !outside_read_section("wait")) return;
     wait_until_completed(t.sequence_, false);
   }
 
-  /// Effects: submit(obj) then wait for its ticket; concurrent callers combine into batches.
+  /// Effects: submit(obj) then wait for its ticket; concurrent callers combine into batches
+  /// without a timer (leader/follower, see wait_until_completed).
   /// Returns false if the submit was refused (budget under over_budget::refuse, misuse under
   /// report). Throws, Blocking: as submit and wait.
   template <class U>
@@ -449,6 +462,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
     std::vector<clock::time_point> submit_times;
     std::unordered_set<std::thread::id> threads;
     std::size_t bytes = 0;
+    std::optional<gp_cookie> unlisted_before;  // taken after the last submit's unlist
   };
 
   template <std::size_t K, class T>
@@ -590,8 +604,14 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   }
   clock::time_point age_deadline() const noexcept { return std::max(oldest_, last_batch_end_) + options_.max_age; }
 
-  /// Blocks until completed_ ≥ seq; in manual mode runs the batches itself when due. `flush`:
-  /// make them due at once (drain).
+  /// Blocks until completed_ ≥ seq. A caller that waits leads (liburcu's synchronize_rcu
+  /// combines its waiters the same way, with no timer): no batch running and its request not yet
+  /// taken → it runs the batch of everything pending now, on its own thread, at once; a batch
+  /// running → it waits for that batch, and the first waiter to see it end leads the next one,
+  /// which takes every request that arrived meanwhile. So W synchronous callers combine into
+  /// batches of up to W requests and none waits for max_age (that timer is for submit-only
+  /// traffic, which the background thread or run_if_due picks up). `flush`: drain's
+  /// requests are due at once for the background thread too.
   void wait_until_completed(std::uint64_t seq, bool flush) {
     std::unique_lock lock(m_);
     if (flush && flush_through_ < seq) {
@@ -599,16 +619,9 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
       work_cv_.notify_all();
     }
     while (completed_ < seq) {
-      if (options_.mode == reclaim_mode::manual && !running_) {
-        const auto now = clock::now();
-        if (due(now)) {
-          run_claimed(lock);
-          continue;
-        }
-        if (pending_ > 0) {
-          wait_offline_until(work_cv_, lock, age_deadline());
-          continue;
-        }
+      if (!running_ && taken_ < seq) {
+        run_claimed(lock);
+        continue;
       }
       wait_offline(done_cv_, lock);
     }
@@ -708,7 +721,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
         const void* outer;
         ~running_mark() { detail::t_running_batch_of = outer; }
       } mark{std::exchange(detail::t_running_batch_of, static_cast<const void*>(this))};
-      report.batch = run_lanes(queues_[gen], std::index_sequence_for<Policies...>{});
+      report.batch = run_lanes(queues_[gen], taken.unlisted_before, std::index_sequence_for<Policies...>{});
     }
     writer.unlock();
 
@@ -726,6 +739,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
       running_ = false;
       ++totals_.batches;
       totals_.grace_periods += report.batch.grace_periods;
+      totals_.gps_pipelined += report.batch.gps_pipelined;
       totals_.objects += report.batch.objects;
       totals_.max_requests_per_batch = std::max(totals_.max_requests_per_batch, requests);
       totals_.max_threads_per_batch = std::max(totals_.max_threads_per_batch, report.threads);
@@ -757,14 +771,16 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   }
 
   template <std::size_t... K>
-  batch_stats run_lanes(pending_queues& q, std::index_sequence<K...>) {
+  batch_stats run_lanes(pending_queues& q, const std::optional<gp_cookie>& unlisted_before, std::index_sequence<K...>) {
     auto lanes = std::make_tuple(
         detail::submitted_lane<policy_at<K>, object_at<K>>(registry_.template policy<policy_at<K>>())...);
     const auto lock = detail::writer_lock_ref::make<thread_flavors>(
         registry_.writer_lock(),
         detail::lock_release_for(options_.unlock_during_waits, options_.hold_lock_through_drain));
     auto specs = std::make_tuple(lane(std::get<K>(q), std::get<K>(lanes))...);
-    return detail::run_specs(registry_.domain(), options_.rollback, lock, std::get<K>(specs)...);
+    detail::batch_context ctx(lock);
+    ctx.unlisted_before = unlisted_before;
+    return detail::run_specs(registry_.domain(), options_.rollback, ctx, std::get<K>(specs)...);
   }
 
   registry_type& registry_;

@@ -24,6 +24,7 @@ struct batch_stats {
   std::size_t skipped = 0;            ///< unregister_one: the object was refused (misuse_policy::report)
   unsigned grace_periods = 0;         ///< GPs this batch waited for
   unsigned gps_elided = 0;            ///< GPs it needed but found already elapsed (cookie) or skipped
+  unsigned gps_pipelined = 0;         ///< GP #1 skipped: one that began after its objects' unlists had ended (async)
   unsigned dismantle_elided = 0;      ///< sub-component GPs skipped thanks to the dismantle flag
   unsigned retire_fallback_gps = 0;   ///< GPs run inline because retire could not allocate
   std::size_t stall_reports = 0;      ///< "waiting for X to become free" lines printed

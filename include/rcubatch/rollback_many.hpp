@@ -68,6 +68,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <iterator>
+#include <optional>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -405,6 +406,17 @@ struct lane_set final : Lanes... {
   lane_set(batch& b, Specs&... specs) noexcept : Lanes(specs.queue, specs.policy, b)... {}
 };
 
+/// What the caller tells a batch beyond its lanes: the writer lock it may release (inert by
+/// default), and — for async_unregister's batches, whose objects were unlisted at submit — a
+/// cookie taken after the last of those unlists, with which grace period #1 may find itself
+/// already elapsed (pipelined: async_unregister.hpp).
+struct batch_context {
+  batch_context() = default;
+  batch_context(writer_lock_ref l) noexcept : lock(l) {}  // NOLINT: implicit, a lock is the usual context
+  writer_lock_ref lock;
+  std::optional<gp_cookie> unlisted_before;
+};
+
 template <class Flavor, class... Lanes>
 class rollback_engine {
   static constexpr std::size_t kLanes = sizeof...(Lanes);
@@ -412,8 +424,8 @@ class rollback_engine {
 
  public:
   template <class... Specs>
-  rollback_engine(grace_domain<Flavor>& d, const rollback_options& o, writer_lock_ref lock, Specs&... specs) noexcept
-      : domain_(d), opts_(o), lock_(lock),
+  rollback_engine(grace_domain<Flavor>& d, const rollback_options& o, const batch_context& ctx, Specs&... specs) noexcept
+      : domain_(d), opts_(o), lock_(ctx.lock), unlisted_before_(ctx.unlisted_before),
         pointers_{},
         batch_(batch_access::make(pointers_.data(), kLanes, d)),
         stats_(batch_access::stats(batch_)),
@@ -488,9 +500,17 @@ class rollback_engine {
     each([&](auto& l) { l.close_and_unlist_new(stats_); });
   }
 
-  /// No reader finds any queued object through a primary index any more.
+  /// No reader finds any queued object through a primary index any more. Pipelined: when every
+  /// queued object was unlisted before the caller's cookie and a GP that began after it has already
+  /// ended, that GP is this one (counted in gps_pipelined) — unless a lane has close_many, which
+  /// ran just now and may rely on #1 following it.
   void grace_period_1() noexcept {
-    grace_period(phase::grace_period_1);
+    constexpr bool any_close_many = (Lanes::hooks_type::has_close_many || ...);
+    if (!any_close_many && unlisted_before_ && domain_.elapsed(*unlisted_before_)) {
+      timed(stats_, phase::grace_period_1, [&] { ++stats_.gps_pipelined; });
+    } else {
+      grace_period(phase::grace_period_1);
+    }
     batch_access::passed_gp1(batch_);
   }
 
@@ -592,6 +612,7 @@ class rollback_engine {
   grace_domain<Flavor>& domain_;
   const rollback_options& opts_;
   writer_lock_ref lock_;
+  std::optional<gp_cookie> unlisted_before_;
   std::array<lane_base*, kLanes> pointers_;
   batch batch_;
   batch_stats& stats_;  // the batch's own (hooks read it through batch::stats())
@@ -599,10 +620,10 @@ class rollback_engine {
 };
 
 template <class Flavor, class... Specs>
-batch_stats run_lanes(grace_domain<Flavor>& d, const rollback_options& o, writer_lock_ref lock, Specs&... specs) {
+batch_stats run_lanes(grace_domain<Flavor>& d, const rollback_options& o, const batch_context& ctx, Specs&... specs) {
   static_assert(sizeof...(Specs) >= 1, "rcubatch: rollback_many needs at least one lane");
   rollback_engine<Flavor, typed_lane<typename Specs::object_type, typename Specs::policy_type>...> engine(
-      d, o, lock, specs...);
+      d, o, ctx, specs...);
   return engine.run();
 }
 
@@ -629,10 +650,10 @@ constexpr bool distinct_types() {
 }
 
 template <class Flavor, class... T, class... P>
-batch_stats run_specs(grace_domain<Flavor>& d, const rollback_options& o, writer_lock_ref lock,
+batch_stats run_specs(grace_domain<Flavor>& d, const rollback_options& o, const batch_context& ctx,
                       lane_spec<T, P>&... specs) {
   auto refs = std::make_tuple(ref_of(specs)...);
-  return std::apply([&](auto&... r) { return run_lanes(d, o, lock, r...); }, refs);
+  return std::apply([&](auto&... r) { return run_lanes(d, o, ctx, r...); }, refs);
 }
 
 }  // namespace detail
