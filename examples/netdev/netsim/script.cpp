@@ -40,6 +40,7 @@ std::optional<std::string> split_words(std::string_view text, std::vector<std::s
 
 bool line_reader::physical_line(std::string& text, bool& overlong) {
   text.clear();
+  can_continue_ = false;
   std::streambuf* buf = in_.rdbuf();
   bool any = false;
   // ip reads a line with getline but then handles it as a C string (getcmdline's strchr/strstr,
@@ -55,7 +56,12 @@ bool line_reader::physical_line(std::string& text, bool& overlong) {
       return any;
     }
     any = true;
-    if (c == '\n') return true;
+    if (c == '\n') {
+      // getcmdline joins the next line on strstr(line, "\\\n"): the backslash-newline must be
+      // in the C string, so not after a NUL, and not at the end of input without a newline.
+      can_continue_ = !cut_at_nul;
+      return true;
+    }
     if (c == '\0') cut_at_nul = true;
     if (cut_at_nul) continue;
     if (text.size() <= kMaxLineBytes) text.push_back(static_cast<char>(c));
@@ -74,7 +80,7 @@ bool line_reader::next(script_line& out, std::string& error) {
     out.where = {file_, first};
     if (auto hash = text.find('#'); hash != std::string::npos) text.resize(hash);
     // getcmdline: a backslash at the end of a line joins the next one (its comment stripped too).
-    while (!overlong && !text.empty() && text.back() == '\\') {
+    while (!overlong && can_continue_ && !text.empty() && text.back() == '\\') {
       text.pop_back();
       bool more_overlong = false;
       if (!physical_line(more, more_overlong)) {

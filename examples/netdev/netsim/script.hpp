@@ -72,6 +72,7 @@ class line_reader {
 
   std::istream& in_;
   std::string file_;
+  bool can_continue_ = false;  // the last physical line ended in a newline, with no NUL before it
   long long number_ = 0;
 };
 

@@ -436,14 +436,18 @@ TEST(netsim_issue27, a_line_ends_at_its_first_nul) {
   const std::string script = "link add name d0 type dummy\0garbage\n"s   // `type dummy`: accepted
                              "\0\0\0\0\n"s                                // empty: skipped
                              "link add name a\0b type dummy\n"s           // `link add name a`: no type
+                             "link show \\\0\n"s  // the backslash-newline is past the NUL: no continuation
+                             "link add name c1 type dummy\n"
                              "link show\n"s;
   for (auto mode : kModes) {
     auto o = run(script, mode, true);
     EXPECT_TRUE(has(o.err, "t:3: error: link add needs \"type T\"")) << o.err;
-    EXPECT_FALSE(has(o.err, "t:1:") || has(o.err, "t:2:")) << o.err;
-    EXPECT_EQ(o.result.errors, 1);
+    EXPECT_TRUE(has(o.err, "t:4: error: Device \"\\\" does not exist.")) << o.err;
+    EXPECT_FALSE(has(o.err, "t:1:") || has(o.err, "t:2:") || has(o.err, "t:5:")) << o.err;
+    EXPECT_EQ(o.result.errors, 2);
     EXPECT_EQ(o.out, "1: lo: <DOWN> type loopback link/ether 00:00:00:00:00:00\n"
-                     "2: d0: <DOWN> type dummy link/ether 02:00:00:00:00:02\n");
+                     "2: d0: <DOWN> type dummy link/ether 02:00:00:00:00:02\n"
+                     "3: c1: <DOWN> type dummy link/ether 02:00:00:00:00:03\n");
     EXPECT_EQ(o.out.find('\0'), std::string::npos);
   }
 }
