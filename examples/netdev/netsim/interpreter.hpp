@@ -355,16 +355,19 @@ class interpreter {
 
   status link_add(words_t a, netdev::netns& ns) {
     netdev::link_request req;
-    bool have_type = false;
-    if (status s = parse_link_request(a, req, have_type); !s.ok()) return s;
+    bool have_type = false, name_given = false;
+    if (status s = parse_link_request(a, req, have_type, name_given); !s.ok()) return s;
     if (!have_type) return status::fail("link add needs \"type T\"");
-    // No name: the registry names it "<kind>%d", as rtnl_newlink does.
+    // No name: the registry names it "<kind>%d", as rtnl_newlink does. An empty one given is
+    // refused by ip itself (check_ifname), before the kernel would fill one in.
+    if (req.name.empty() && name_given) return status::fail("Error: argument \"\" is wrong: \"name\" not a valid ifname");
     return reg_.link_add(ns, req);
   }
 
   /// iplink_parse, then the kind's parse_opt on the words after `type T`: what `link add` and
   /// `link del` both read — iplink_modify parses a delete exactly as it parses an add.
-  status parse_link_request(words_t a, netdev::link_request& req, bool& have_type) {
+  /// `name_given`: a NAME word was there, even an empty one.
+  status parse_link_request(words_t a, netdev::link_request& req, bool& have_type, bool& name_given) {
     std::size_t i = 0;
     std::optional<unsigned> mtu;
     for (; i < a.size() && !have_type; ++i) {
@@ -384,6 +387,7 @@ class interpreter {
       } else if (a[i] == "link" || a[i] == "name" || a[i] == "dev") {
         if (i + 1 >= a.size()) return status::fail(a[i] + " needs a value");
         (a[i] == "link" ? req.lower : req.name) = a[i + 1];
+        if (a[i] != "link") name_given = true;
         ++i;
       } else if (a[i] == "mtu") {
         if (i + 1 >= a.size()) return status::fail("mtu needs a value");
@@ -393,8 +397,9 @@ class interpreter {
         ++i;
       } else if (is_link_attribute(a[i])) {
         return not_modelled("ip link add " + netsim::quoted(a[i]));
-      } else if (req.name.empty()) {
+      } else if (req.name.empty() && !name_given) {
         req.name = a[i];
+        name_given = true;
       } else {
         return status::fail("Error: either \"dev\" is duplicate, or " + netsim::quoted(a[i]) + " is a garbage.");
       }
@@ -523,8 +528,8 @@ class interpreter {
   /// looks up the name alone and ignores the rest.
   status link_del(words_t a, netdev::netns& ns) {
     netdev::link_request req;
-    bool have_type = false;
-    if (status s = parse_link_request(a, req, have_type); !s.ok()) return s;
+    bool have_type = false, name_given = false;
+    if (status s = parse_link_request(a, req, have_type, name_given); !s.ok()) return s;
     if (req.name.empty()) return status::fail("Not enough information: \"dev\" argument is required.");
     if (!req.lower.empty()) {
       rcubatch::read_guard<Flavor> guard;

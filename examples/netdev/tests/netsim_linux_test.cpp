@@ -332,6 +332,10 @@ TEST(netsim_issue27, a_link_without_a_name_is_named_kind_percent_d) {
                 has(o.out, "5: macvlan0@dummy0: ") && has(o.out, "6: ipip0: "))
         << o.out;
   }
+  // An empty NAME is not "no name": ip's check_ifname refuses it.
+  auto empty = run("link add name \"\" type dummy\n");
+  EXPECT_TRUE(has(empty.err, "t:1: error: Error: argument \"\" is wrong: \"name\" not a valid ifname")) << empty.err;
+  EXPECT_EQ(empty.result.devices, 1u);
 }
 
 TEST(netsim_issue27, vlans_are_keyed_by_protocol_and_vid) {
