@@ -92,6 +92,10 @@ net_device* macvlan_real_lower(net_device& lower) noexcept {
 }
 std::string macvlan_validate(netns&, const link_request& req, const net_device* lower) {
   if (std::string e = macvlan::check_newlink(*lower); !e.empty()) return e;
+  // macvlan_common_newlink, on the real lower's port: EINVAL for any macvlan beside a passthru
+  // one (macvlan_passthru(port)), and for a passthru one beside any other (port->count).
+  if (const macvlan_port* port = lower->macvlans.load(std::memory_order_relaxed))
+    if (port->passthru() || (req.mode == macvlan_mode::passthru && !port->empty())) return "RTNETLINK answers: Invalid argument";
   return upper_device::validate_common(req, *lower);
 }
 void macvlan_setup(net_device& dev, net_device* lower, const link_request& req, const link_context& ctx) {

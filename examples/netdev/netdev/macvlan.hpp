@@ -40,6 +40,9 @@ class macvlan_port : public rcubatch::retire_node {
   /// Unhashes `mv`; waits a grace period unless it is being dismantled. Returns true if it waited.
   bool hash_del(net_device& mv, grace_periods& gps) noexcept;
   bool empty() const noexcept { return members_.empty(); }
+  /// macvlan_passthru(port): its macvlan is in passthru mode (then it is the only one: newlink
+  /// refuses a second, so checking the first member is enough).
+  bool passthru() const noexcept { return !members_.empty() && members_.front().mode == macvlan_mode::passthru; }
   std::size_t hashed() const noexcept { return by_mac_.size(); }
   template <class F>
   void for_each_member(F&& f) {

@@ -70,7 +70,7 @@ class reader_pool {
           ++hits;
           const net_device* same = ns.lookup_name(d->name);
           check_alive(same);
-          if (const vlan_group* g = d->vlans.load(std::memory_order_acquire)) check_alive(g->find(1));
+          if (const vlan_group* g = d->vlans.load(std::memory_order_acquire)) check_alive(g->find(false, 1));
           if (const macvlan_port* p = d->macvlans.load(std::memory_order_acquire)) check_alive(p->lookup(d->mac));
           // Receive side of a tunnel: the outer header's (remote, local, key) finds the device.
           if (const auto* t = std::get_if<tunnel_link>(&d->link)) check_alive(ns.tunnels(d->kind).lookup(t->params));

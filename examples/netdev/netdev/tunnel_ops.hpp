@@ -15,14 +15,21 @@ inline std::string check_mtu(unsigned mtu) {
 }
 inline std::string change_mtu(const net_device&, unsigned mtu) { return check_mtu(mtu); }
 
-/// The MTU range, the endpoints, and a free key in the namespace's table of req.kind.
+/// The MTU range. Either endpoint may be left out (0.0.0.0, "any"): ip_tunnel_newlink takes a
+/// tunnel with only a remote or only a local address like any other.
 inline std::string validate_common(const link_request& req) {
   if (req.mtu)
     if (std::string e = check_mtu(*req.mtu); !e.empty()) return e;
-  if (!req.has_remote || !req.has_local) return "tunnel needs \"remote A local B\"";
   return {};
 }
+/// The key of the namespace's fallback device (gre0, tunl0: no endpoints, no key). netsim does not
+/// create that device, but its key is taken all the same.
+inline bool is_fallback_key(const tunnel_params& p) noexcept { return p.remote == 0 && p.local == 0 && !p.has_key; }
+/// A free key in the namespace's table of req.kind (ip_tunnel_newlink: ip_tunnel_find → EEXIST).
 inline std::string validate_key_free(netns& ns, const link_request& req) {
+  if (is_fallback_key(req.tunnel))
+    return "RTNETLINK answers: File exists (the fallback " + std::string(req.kind == link_kind::gre ? "gre0" : "tunl0") +
+           " has no endpoints and no key)";
   if (ns.tunnels(req.kind).contains(req.tunnel))
     return "RTNETLINK answers: File exists (a tunnel with these endpoints and key)";
   return {};

@@ -7,31 +7,33 @@
 
 namespace netdev::vlan {
 
-std::string check_newlink(const net_device& lower, long vid) {
+std::string check_newlink(const net_device& lower, bool protocol_8021ad, long vid) {
   // vlan_validate: an id must be below VLAN_VID_MASK (4095); 0 is a valid id.
   if (vid < 0 || vid > 4094) return "Error: 8021q: Invalid VLAN id.";
   // vlan_check_real_dev: lo (and the tunnels) are NETIF_F_VLAN_CHALLENGED.
   if (lower.kind == link_kind::loopback) return "Error: 8021q: VLANs not supported on device.";
   if (lower.kind == link_kind::ipip || lower.kind == link_kind::gre) return "cannot add a vlan on a tunnel";
   const vlan_group* g = lower.vlans.load(std::memory_order_acquire);
-  if (g != nullptr && g->find(static_cast<std::uint16_t>(vid)) != nullptr)
+  // vlan_check_real_dev: EEXIST only when the same (protocol, VID) is taken.
+  if (g != nullptr && g->find(protocol_8021ad, static_cast<std::uint16_t>(vid)) != nullptr)
     return "vlan id " + std::to_string(vid) + " already exists on " + lower.name;
   return {};
 }
 
-void init(net_device& vlan, net_device& lower, std::uint16_t vid) {
+void init(net_device& vlan, net_device& lower, bool protocol_8021ad, std::uint16_t vid) {
   // The group first: the only step that can fail (bad_alloc), and before the vlan is published,
   // so a failure leaves no half-created device (an empty group is what the lower would get anyway).
   // A new group gets its part before it is published; an existing one only gains a part.
   if (vlan_group* g = lower.vlans.load(std::memory_order_relaxed)) {
-    g->prealloc(vid);
+    g->prealloc(protocol_8021ad, vid);
   } else {
     auto fresh = std::make_unique<vlan_group>();
-    fresh->prealloc(vid);
+    fresh->prealloc(protocol_8021ad, vid);
     lower.vlans.store(fresh.release(), std::memory_order_release);
   }
   auto& l = vlan.link.emplace<vlan_link>();
   l.vid = vid;
+  l.protocol_8021ad = protocol_8021ad;
   upper_device::bind(vlan, l, lower);
 }
 
@@ -72,12 +74,11 @@ namespace netdev {
 namespace {
 std::string vlan_validate(netns&, const link_request& req, const net_device* lower) {
   if (req.vid < 0) return "vlan needs \"id N\"";
-  if (std::string e = vlan::check_newlink(*lower, req.vid); !e.empty()) return e;
+  if (std::string e = vlan::check_newlink(*lower, req.vlan_8021ad, req.vid); !e.empty()) return e;
   return upper_device::validate_common(req, *lower);
 }
 void vlan_setup(net_device& dev, net_device* lower, const link_request& req, const link_context&) {
-  vlan::init(dev, *lower, static_cast<std::uint16_t>(req.vid));
-  std::get<vlan_link>(dev.link).protocol_8021ad = req.vlan_8021ad;
+  vlan::init(dev, *lower, req.vlan_8021ad, static_cast<std::uint16_t>(req.vid));
 }
 std::string vlan_can_open(const net_device& dev) {
   // vlan_dev_open: ENETDOWN while the lower device is down.
@@ -99,20 +100,20 @@ const link_ops vlan_link_ops{.stacked = true,
                              .uninit = vlan::uninit,
                              .destructor = upper_device::release_lower};
 
-void vlan_group::prealloc(std::uint16_t vid) {
-  auto& p = parts_[vid / kPartVids];
+void vlan_group::prealloc(bool protocol_8021ad, std::uint16_t vid) {
+  auto& p = parts_[part_index(protocol_8021ad, vid)];
   if (p.load(std::memory_order_relaxed) == nullptr) p.store(new part{}, std::memory_order_release);
 }
 
 void vlan_group::attach(net_device& vlan) noexcept {
   auto& l = std::get<vlan_link>(vlan.link);
   members_.push_back(l);
-  (*parts_[l.vid / kPartVids].load(std::memory_order_relaxed))[l.vid % kPartVids].store(&vlan, std::memory_order_release);
+  (*parts_[part_index(l.protocol_8021ad, l.vid)].load(std::memory_order_relaxed))[l.vid % kPartVids].store(&vlan, std::memory_order_release);
 }
 
 void vlan_group::detach(net_device& vlan) noexcept {
   auto& l = std::get<vlan_link>(vlan.link);
-  (*parts_[l.vid / kPartVids].load(std::memory_order_relaxed))[l.vid % kPartVids].store(nullptr, std::memory_order_release);
+  (*parts_[part_index(l.protocol_8021ad, l.vid)].load(std::memory_order_relaxed))[l.vid % kPartVids].store(nullptr, std::memory_order_release);
   members_.erase(members_.iterator_to(l));
 }
 

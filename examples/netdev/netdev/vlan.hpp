@@ -21,14 +21,19 @@
 
 namespace netdev {
 
-/// The VID slots come in parts allocated on first use, as the kernel's vlan_group splits its
-/// 4096 pointers into parts (vlan_group_prealloc_vid): a lower device with one vlan costs one
-/// 512-byte part, not 32 KiB (10,000 dummies with a vlan each took 341 MB with a flat array).
+/// The slots are keyed by (protocol, VID), as the kernel's vlan_group keeps one array per
+/// protocol (vlan_devices_arrays[VLAN_PROTO_NUM][...], vlan_proto_idx): an 802.1ad vlan 50 and an
+/// 802.1Q vlan 50 live side by side on one lower device.
+/// They come in parts allocated on first use, as vlan_group_prealloc_vid does: a lower device
+/// with one vlan costs one 1 KiB part, not 2 × 32 KiB (10,000 dummies with a vlan each took
+/// 341 MB with a flat array).
 class vlan_group : public rcubatch::retire_node {
  public:
+  static constexpr unsigned kProtocols = 2;  // 802.1Q, 802.1ad
   static constexpr unsigned kVids = 4096;
-  static constexpr unsigned kPartVids = 64;
-  static constexpr unsigned kParts = kVids / kPartVids;
+  static constexpr unsigned kPartVids = 128;
+  static constexpr unsigned kPartsPerProtocol = kVids / kPartVids;
+  static constexpr unsigned kParts = kProtocols * kPartsPerProtocol;
   vlan_group() noexcept {
     dispose = [](rcubatch::retire_node* self) noexcept { delete static_cast<vlan_group*>(self); };
   }
@@ -39,15 +44,15 @@ class vlan_group : public rcubatch::retire_node {
   vlan_group& operator=(const vlan_group&) = delete;
 
   /// Requires: a read-side section (or the writer lock).
-  net_device* find(std::uint16_t vid) const noexcept {
-    const part* p = parts_[vid / kPartVids].load(std::memory_order_acquire);
+  net_device* find(bool protocol_8021ad, std::uint16_t vid) const noexcept {
+    const part* p = parts_[part_index(protocol_8021ad, vid)].load(std::memory_order_acquire);
     return p == nullptr ? nullptr : (*p)[vid % kPartVids].load(std::memory_order_acquire);
   }
 
   // Writer lock.
-  /// Allocates the part holding `vid` if it has none. Throws: std::bad_alloc (nothing changed).
-  void prealloc(std::uint16_t vid);
-  /// Requires: prealloc(vid of `vlan`) done.
+  /// Allocates the part holding (protocol, vid) if it has none. Throws: std::bad_alloc (nothing changed).
+  void prealloc(bool protocol_8021ad, std::uint16_t vid);
+  /// Requires: prealloc of `vlan`'s protocol and VID done.
   void attach(net_device& vlan) noexcept;
   void detach(net_device& vlan) noexcept;
   bool empty() const noexcept { return members_.empty(); }
@@ -59,6 +64,9 @@ class vlan_group : public rcubatch::retire_node {
 
  private:
   using part = std::array<std::atomic<net_device*>, kPartVids>;
+  static constexpr unsigned part_index(bool protocol_8021ad, std::uint16_t vid) noexcept {
+    return (protocol_8021ad ? kPartsPerProtocol : 0) + vid / kPartVids;
+  }
   std::array<std::atomic<part*>, kParts> parts_{};  // parts live until the group is freed
   // The vlans in creation order, so the cascade is O(vlans), not a scan of 4096 slots.
   boost::intrusive::list<vlan_link, boost::intrusive::member_hook<vlan_link, boost::intrusive::list_member_hook<>,
@@ -69,12 +77,12 @@ class vlan_group : public rcubatch::retire_node {
 namespace vlan {
 
 /// Empty when `vid` can be added on `lower`; else the error message (vlan_newlink's checks).
-std::string check_newlink(const net_device& lower, long vid);
+std::string check_newlink(const net_device& lower, bool protocol_8021ad, long vid);
 /// The vlans on `lower` (for NETDEV_UP/DOWN propagation, vlan_device_event).
 std::vector<net_device*> uppers(net_device& lower);
 /// ndo_init: the vlan's link state (VID; upper_device::bind to the lower device).
 /// Before the device is published, so a reader that finds it sees a complete `link`.
-void init(net_device& vlan, net_device& lower, std::uint16_t vid);
+void init(net_device& vlan, net_device& lower, bool protocol_8021ad, std::uint16_t vid);
 /// After publication: makes the vlan reachable from its lower device (the VID slot).
 void attach(net_device& vlan) noexcept;
 /// Uninit hook: clears the slot; the last vlan retires the group. Returns true (unlinked).

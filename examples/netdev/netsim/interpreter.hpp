@@ -3,8 +3,10 @@
 //   [ip] [-n|-netns NS] [-4] OBJECT ...      (objects and actions abbreviate as ip's matches())
 //   link add [link LOWER] [name|dev] NAME [mtu N] type dummy | vlan id N [protocol 802.1Q|802.1ad]
 //            | macvlan [mode vepa|private|bridge|passthru|source]
-//            | ipip remote A local B | gre remote A local B [key K] [oseq]
-//   link set [dev] NAME [up|down] [mtu N] (any order)   link del [dev] NAME
+//            | ipip [remote A] [local B] | gre [remote A] [local B] [key K] [oseq]
+//            (no NAME: "<kind>%d", the lowest free number)
+//   link set [dev] NAME [up|down] [mtu N] (any order)
+//   link del [dev] NAME [link LOWER] [type T [options]] (as add's syntax; only NAME is used)
 //   link show [[dev] NAME] [type T] [up]
 //   addr add A/P dev NAME [brd B] [label L] [scope S] [nodad] [noprefixroute]
 //            [valid_lft|preferred_lft forever] (any order)
@@ -353,8 +355,20 @@ class interpreter {
 
   status link_add(words_t a, netdev::netns& ns) {
     netdev::link_request req;
+    bool have_type = false, name_given = false;
+    if (status s = parse_link_request(a, req, have_type, name_given); !s.ok()) return s;
+    if (!have_type) return status::fail("link add needs \"type T\"");
+    // No name: the registry names it "<kind>%d", as rtnl_newlink does. An empty one given is
+    // refused by ip itself (check_ifname), before the kernel would fill one in.
+    if (req.name.empty() && name_given) return status::fail("Error: argument \"\" is wrong: \"name\" not a valid ifname");
+    return reg_.link_add(ns, req);
+  }
+
+  /// iplink_parse, then the kind's parse_opt on the words after `type T`: what `link add` and
+  /// `link del` both read — iplink_modify parses a delete exactly as it parses an add.
+  /// `name_given`: a NAME word was there, even an empty one.
+  status parse_link_request(words_t a, netdev::link_request& req, bool& have_type, bool& name_given) {
     std::size_t i = 0;
-    bool have_type = false;
     std::optional<unsigned> mtu;
     for (; i < a.size() && !have_type; ++i) {
       if (a[i] == "type") {
@@ -373,6 +387,7 @@ class interpreter {
       } else if (a[i] == "link" || a[i] == "name" || a[i] == "dev") {
         if (i + 1 >= a.size()) return status::fail(a[i] + " needs a value");
         (a[i] == "link" ? req.lower : req.name) = a[i + 1];
+        if (a[i] != "link") name_given = true;
         ++i;
       } else if (a[i] == "mtu") {
         if (i + 1 >= a.size()) return status::fail("mtu needs a value");
@@ -382,14 +397,13 @@ class interpreter {
         ++i;
       } else if (is_link_attribute(a[i])) {
         return not_modelled("ip link add " + netsim::quoted(a[i]));
-      } else if (req.name.empty()) {
+      } else if (req.name.empty() && !name_given) {
         req.name = a[i];
+        name_given = true;
       } else {
         return status::fail("Error: either \"dev\" is duplicate, or " + netsim::quoted(a[i]) + " is a garbage.");
       }
     }
-    if (!have_type) return status::fail("link add needs \"type T\"");
-    if (req.name.empty()) return status::fail("link add needs a name");
     for (; i < a.size(); ++i) {
       const std::string& k = a[i];
       if (k == "oseq" && (req.kind == netdev::link_kind::gre || req.kind == netdev::link_kind::ipip)) {
@@ -440,7 +454,7 @@ class interpreter {
     }
     if (req.vid >= 0 && req.kind != netdev::link_kind::vlan) return status::fail("\"id\" is only for vlan");
     req.mtu = mtu;
-    return reg_.link_add(ns, req);
+    return {};
   }
 
   static bool is_link_attribute(std::string_view w) noexcept {
@@ -509,11 +523,19 @@ class interpreter {
     return not_modelled("ifconfig other than \"ifconfig NAME up|down\" (write ip addr add / ip link set)");
   }
 
+  /// iplink_modify(RTM_DELLINK): the words parse as for add (`link L`, `type T` and its options,
+  /// `mtu`...); `link L` must name a device (else "Cannot find device"), and rtnl_dellink then
+  /// looks up the name alone and ignores the rest.
   status link_del(words_t a, netdev::netns& ns) {
-    auto name = device_argument(a);
-    if (a.size() == 2 && a[0] == "type") a = a.subspan(2);  // ip link del X type T: T is not checked
-    if (!name || !a.empty()) return status::fail("usage: link del [dev] NAME");
-    return reg_.link_del(ns, *name);
+    netdev::link_request req;
+    bool have_type = false, name_given = false;
+    if (status s = parse_link_request(a, req, have_type, name_given); !s.ok()) return s;
+    if (req.name.empty()) return status::fail("Not enough information: \"dev\" argument is required.");
+    if (!req.lower.empty()) {
+      rcubatch::read_guard<Flavor> guard;
+      if (ns.lookup_name(req.lower) == nullptr) return status::fail("Cannot find device " + netsim::quoted(req.lower));
+    }
+    return reg_.link_del(ns, req.name);
   }
 
   status link_show(words_t a, netdev::netns& ns) {

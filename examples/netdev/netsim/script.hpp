@@ -3,6 +3,8 @@
 // A script is one command per line, split as iproute2's getcmdline/makeargs split a batch line:
 // `#` anywhere starts a comment, a trailing backslash continues the line, words split on blanks,
 // and a word that starts with ' or " runs to the same quote (the quotes are not part of it).
+// A line ends at its first NUL byte, as ip handles the line getline gave it as a C string: a line of
+// NULs is empty, and `type dummy<NUL>junk` is `type dummy`.
 // Extensions, so the seed experiments fit in a few lines and scale from ctest to full size:
 //   default NAME VALUE        define NAME unless -D NAME=VALUE gave it
 //   for VAR FROM TO CMD...    run CMD for VAR = FROM..TO (inclusive)
@@ -70,6 +72,7 @@ class line_reader {
 
   std::istream& in_;
   std::string file_;
+  bool can_continue_ = false;  // the last physical line ended in a newline, with no NUL before it
   long long number_ = 0;
 };
 

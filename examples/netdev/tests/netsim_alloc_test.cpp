@@ -50,7 +50,10 @@ TEST(netsim_alloc, link_add_that_runs_out_of_memory_creates_nothing) {
       req.kind = kind;
       if (kind != netdev::link_kind::gre) req.lower = "e";
       req.vid = kind == netdev::link_kind::vlan ? 7 : -1;
-      if (kind == netdev::link_kind::gre) req.has_remote = req.has_local = true;
+      if (kind == netdev::link_kind::gre) {
+        req.tunnel.remote = (10u << 24) | 1;  // not the fallback gre0's key (no endpoints, no key)
+        req.has_remote = true;
+      }
       g_allocations_until_failure = k;
       bool threw = false;
       try {

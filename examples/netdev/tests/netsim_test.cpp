@@ -70,7 +70,7 @@ TEST(netsim, every_bad_input_is_reported_with_file_and_line_and_changes_nothing)
       "link add link d0 name v type vlan id x",
       "link add link d0 name v type vlan",
       "link add name t type gre remote 10.0.0.300 local 10.0.0.1",
-      "link add name t type gre local 10.0.0.1",
+      "link add name t type gre",  // the fallback gre0's key (ip_tunnel_find: EEXIST); one endpoint is fine
       "link add name t type ipip remote 1.1.1.1 local 1.1.1.2 oseq",
       "link add name x type bogus",
       "link add name x",

@@ -165,7 +165,7 @@ TEST_P(registry_test, a_failing_link_add_changes_nothing) {
   ASSERT_TRUE(reg_.link_add(net_, tunnel("g1", link_kind::gre, 5, 3)).ok());
   const std::vector<link_request> bad{
       dummy("d0"),                                      // duplicate name
-      dummy(""),                                        // no name
+      // (no name is not here: rtnl_newlink names it "dummy%d", as a_link_without_a_name_... tests)
       dummy("a-name-much-too-long"),                    // > 15 characters
       stacked("v", link_kind::vlan, "d0", -1),          // vid out of range (0 is valid: vlan_validate)
       stacked("v", link_kind::vlan, "d0", 4095),
@@ -176,6 +176,11 @@ TEST_P(registry_test, a_failing_link_add_changes_nothing) {
       stacked("v", link_kind::vlan, "", 8),             // no lower
       stacked("m", link_kind::macvlan, "g1"),           // macvlan on a tunnel
       tunnel("g2", link_kind::gre, 5, 3),               // tunnel key taken
+      [] {  // no endpoints, no key: the fallback gre0's key (ip_tunnel_newlink → ip_tunnel_find: EEXIST)
+        link_request r = tunnel("g3", link_kind::gre, 0);
+        r.tunnel.local = 0;
+        return r;
+      }(),
   };
   for (const link_request& r : bad) {
     const auto devices = reg_.device_count();
