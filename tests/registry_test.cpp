@@ -499,5 +499,94 @@ TEST_F(registry_counting, a_sub_object_tied_in_notify_is_disposed_right_after_it
   EXPECT_EQ(log, (std::vector<std::string>{"destroy 1", "dispose 1", "destroy 2", "dispose 2"}));
 }
 
+// --- delete by key, and races that are not misuse (issue 23, item 1) -----------------------------
+
+TEST_F(registry_counting, try_unregister_by_key_tells_unregistered_from_not_found) {
+  basic_registry<CF, std::mutex, items> reg;
+  auto* a = new item(1, "a");
+  auto* b = new item(2, "b");
+  ASSERT_TRUE(reg.add(*a));
+  ASSERT_TRUE(reg.add(*b));
+  const unregister_result r = reg.try_unregister<by_name>(std::string("a"));
+  EXPECT_TRUE(r);
+  EXPECT_EQ(r.status, unregister_status::unregistered);
+  EXPECT_EQ(r.unregistered, 1u);
+  EXPECT_EQ(r.stats.objects, 1u);
+  const unregister_result again = reg.try_unregister<by_name>(std::string("a"));
+  EXPECT_FALSE(again);
+  EXPECT_EQ(again.status, unregister_status::not_found);
+  EXPECT_EQ(again.stats.objects, 0u);
+  EXPECT_EQ(CF::synchronizes(), 1u) << "not found: no batch, no grace period";
+  // Many keys in one batch: found, missing, and a key named twice.
+  auto* c = new item(3, "c");
+  ASSERT_TRUE(reg.add(*c));
+  const std::vector<int> keys{2, 9, 3, 2};
+  const unregister_result many = reg.try_unregister_many<by_id>(keys);
+  EXPECT_EQ(many.status, unregister_status::unregistered);
+  EXPECT_EQ(many.unregistered, 2u);
+  EXPECT_EQ(many.missed, 2u);
+  EXPECT_EQ(many.stats.objects, 2u);
+  EXPECT_EQ(CF::synchronizes(), 2u);
+  EXPECT_TRUE(reg.index<by_id>().empty());
+}
+
+TEST_F(registry_counting, try_unregister_by_object_reports_a_lost_race_as_a_result) {
+  basic_registry<CF, std::mutex, items> reg;
+  auto* a = new item(1, "a");
+  ASSERT_TRUE(reg.add(*a));
+  a->refs().hold();  // the caller knows it is alive: it holds it
+  std::thread other([&] {
+    thread_registration<flavor::memb> r;
+    EXPECT_EQ(reg.try_unregister(*a).status, unregister_status::unregistered);
+  });
+  while (a->state() != reg_state::unregistered) std::this_thread::yield();  // its batch drains
+  const unregister_result lost = reg.try_unregister(*a);  // no exception: a lost race
+  EXPECT_EQ(lost.status, unregister_status::already_unregistering);
+  EXPECT_EQ(lost.missed, 1u);
+  a->refs().put();
+  other.join();
+  // Misuse stays misuse: an object never registered.
+  item stranger(7, "s");
+  EXPECT_THROW(reg.try_unregister(stranger), misuse_error);
+}
+
+/// Destroys counted atomically: two threads' drains (outside the writer lock) destroy concurrently.
+struct items_counted_atomically : indexed<item, by_id, by_name> {
+  std::atomic<int> destroyed{0};
+  void destroy(item* i) noexcept {
+    destroyed.fetch_add(1);
+    delete i;
+  }
+};
+
+TEST(registry_race, two_threads_deleting_the_same_key_exactly_one_wins) {
+  // 10,000 keys; two threads walk them in the same order, each deleting every key, so they race
+  // for each one (real memb grace periods). Exactly one `unregistered` per key, the other
+  // `not_found`; no exception; nothing freed twice (ASan).
+  constexpr int kKeys = 10'000;
+  watchdog dog(std::chrono::seconds(120), "two threads deleting the same keys");
+  thread_registration<flavor::memb> self;
+  grace_domain<flavor::memb> domain;
+  basic_registry<flavor::memb, std::mutex, items_counted_atomically> reg(domain);
+  for (int k = 0; k < kKeys; ++k) ASSERT_TRUE(reg.add(*new item(k, std::to_string(k))));
+  std::vector<std::atomic<int>> wins(kKeys), losses(kKeys);
+  std::latch start(2);
+  auto deleter = [&] {
+    thread_registration<flavor::memb> r;
+    start.arrive_and_wait();
+    for (int k = 0; k < kKeys; ++k)
+      (reg.try_unregister<by_id>(k) ? wins : losses)[static_cast<std::size_t>(k)].fetch_add(1);
+  };
+  std::thread a(deleter), b(deleter);
+  a.join();
+  b.join();
+  int bad = 0;
+  for (int k = 0; k < kKeys; ++k)
+    if (wins[static_cast<std::size_t>(k)].load() != 1 || losses[static_cast<std::size_t>(k)].load() != 1) ++bad;
+  EXPECT_EQ(bad, 0);
+  EXPECT_EQ(reg.policy<items_counted_atomically>().destroyed.load(), kKeys);
+  EXPECT_TRUE(reg.index<by_id>().empty());
+}
+
 }  // namespace
 }  // namespace rcubatch::test

@@ -77,6 +77,7 @@
 #include <iterator>
 #include <mutex>
 #include <new>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -118,6 +119,22 @@ enum class publish_result : unsigned char {
   published,               ///< linked everywhere readers look: the registry marks it registered
   refused,                 ///< not linked anywhere, never visible to readers: may be freed at once
   refused_after_exposure,  ///< links were made then undone: readers may hold it until a grace period
+};
+
+/// What try_unregister found. A lost race is a result, not misuse.
+enum class unregister_status : unsigned char {
+  unregistered,           ///< queued by this call and torn down by its batch (destroyed once its refs dropped)
+  not_found,              ///< no object has that key (never added, or already unlisted by another batch)
+  already_unregistering,  ///< (by object) it is already going away: in a batch, a queue, or gone to released
+};
+
+/// What try_unregister and try_unregister_many return.
+struct unregister_result {
+  unregister_status status = unregister_status::not_found;  ///< _many: unregistered when any was
+  std::size_t unregistered = 0;  ///< objects this call queued (its own, not the dependents they cascaded to)
+  std::size_t missed = 0;        ///< keys not found, objects already going away, keys named twice
+  batch_stats stats{};           ///< the batch's (all zeros when nothing was queued: no grace period)
+  explicit operator bool() const noexcept { return status == unregister_status::unregistered; }
 };
 
 /// How a registry runs its batches.
@@ -380,6 +397,12 @@ class basic_registry {
     operator unreg_queue<T>&() noexcept {  // NOLINT: implicit on purpose, see above
       return of<T>();
     }
+    /// Effects: whether obj (of a policy's type) is queued here. Complexity: O(1).
+    template <class U>
+    bool contains(const U& obj) const noexcept {
+      constexpr std::size_t k = slot_of<U>();
+      return std::get<k>(q_).contains(static_cast<const object_at<k>&>(obj));
+    }
     /// Effects: how many objects are queued, all types. Complexity: O(number of types).
     std::size_t size() const noexcept {
       return std::apply([](const auto&... q) { return (q.size() + ...); }, q_);
@@ -479,6 +502,66 @@ class basic_registry {
         }
       }
     });
+  }
+
+  /// Delete by key: the server's everyday call, and the safe one when threads race to delete the
+  /// same object (two threads, one key: exactly one gets unregistered, the other not_found, and
+  /// neither touches freed memory — the lookup and the queueing happen under the writer lock, and
+  /// an object leaves the index, under that lock, before its batch can free it).
+  /// Requires: I is an index of one of the policies with `T* find_locked(const K&)` (lfht_index);
+  /// the calling thread is registered with Flavor and the index's flavor, outside read sections.
+  /// Effects: under the writer lock, the object with that key (if any) is queued and unregistered
+  /// as by unregister (≤ 2 grace periods, cascades included); none: no batch, no grace period.
+  /// Returns: unregistered (with the batch's stats) or not_found. Misuse: as unregister (read
+  /// section, the lock's holder). Throws: what unregister throws. Blocking: as unregister.
+  template <class I, class K>
+  unregister_result try_unregister(const K& key) {
+    const K* one = &key;
+    return try_unregister_many<I>(std::span<const K>(one, 1));
+  }
+
+  /// As try_unregister, for every key of `keys` in one batch (≤ 2 grace periods in all). Keys not
+  /// found, and keys naming an object already queued by this call, count in `missed`.
+  template <class I, class Keys>
+  unregister_result try_unregister_many(const Keys& keys) {
+    unregister_result r;
+    r.stats = unregister_with([&](queues& q) {
+      auto& index_ = index<I>();
+      for (const auto& key : keys) {
+        auto* obj = index_.find_locked(key);
+        if (obj == nullptr || q.contains(*obj)) {
+          ++r.missed;
+        } else if (q.push(*obj)) {
+          ++r.unregistered;
+        }
+      }
+    });
+    if (r.unregistered > 0) r.status = unregister_status::unregistered;
+    return r;
+  }
+
+  /// By object, for callers that know obj is alive (they hold a reference to it, or own it until
+  /// its destroy) but not whether another thread is already deleting it: "delete it unless it is
+  /// already going away". A lost race is a result (already_unregistering), not misuse.
+  /// Requires: obj is alive; as unregister otherwise. Returns: unregistered (with the batch's
+  /// stats) or already_unregistering (nothing changed). Misuse, still diagnosed: obj never
+  /// registered (not_registered), registered in another registry (wrong_registry), read section,
+  /// the lock's holder. Blocking: as unregister.
+  template <class U>
+  unregister_result try_unregister(U& obj) {
+    unregister_result r;
+    r.stats = unregister_with([&](queues& q) {
+      const auto& base = static_cast<const registrable<registrable_type_t<U>>&>(obj);
+      const reg_state st = base.state();
+      if (st != reg_state::uninitialized &&
+          (st != reg_state::registered || detail::registrable_access::owner(base) != nullptr)) {
+        ++r.missed;  // in a batch, in a queue (an async submit, another batch's cascade), or gone
+      } else if (q.push(obj)) {
+        ++r.unregistered;
+      }
+    });
+    r.status = r.unregistered > 0 ? unregister_status::unregistered : unregister_status::already_unregistering;
+    return r;
   }
 
   /// Requires: fn is callable as fn(queues&) (a generic lambda, or a function taking one
