@@ -978,9 +978,9 @@ struct items_validated : items {
   std::latch* gate = nullptr;
   void validate(item&) {
     if (refuse) throw std::runtime_error("validate: refused");
-    if (gate != nullptr) {
+    if (std::latch* g = gate) {  // read once: the test clears `gate` once this thread entered
       entered->count_down();
-      gate->wait();
+      g->wait();
     }
   }
 };

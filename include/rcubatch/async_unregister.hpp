@@ -290,11 +290,20 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   /// misuse under misuse_policy::report.
   /// Throws: misuse_error (throw_error) for the misuse above; what validate throws;
   /// std::bad_alloc — in each case nothing changed.
-  /// Complexity: O(1) expected (one side-set insert, the policy's validate and unlist).
+  /// Complexity: O(1) expected (a GP cookie snapshot, the policy's validate and unlist).
   /// Blocking: the writer lock (never held by a batch through a grace period unless
   /// unlock_during_waits is off); the budget under over_budget::block. Never a grace period.
   template <class U>
   unregister_ticket submit(U& obj) {
+    return submit_request(obj, false);
+  }
+
+ private:
+  /// submit's body. `caller_waits`: the caller will wait for this request and lead its batch
+  /// (unregister), so the background thread is not woken for it (a wake-up and a context switch
+  /// per request cost a synchronous caller more than the batch's bookkeeping).
+  template <class U>
+  unregister_ticket submit_request(U& obj, bool caller_waits) {
     constexpr std::size_t k = slot_of<U>();
     using T = object_at<k>;
     T& t = static_cast<T&>(obj);
@@ -354,7 +363,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
                (pending_bytes_ >= options_.batch_bytes && pending_bytes_ - bytes < options_.batch_bytes);
         wake_blocked = blocked_now_ > 0;
       }
-      if (wake || wake_blocked) work_cv_.notify_all();
+      if ((wake && !caller_waits) || wake_blocked) work_cv_.notify_all();
       if (wake_blocked) done_cv_.notify_all();  // a manual submitter blocked on the budget may run the batch
       return unregister_ticket(seq, id_);
     } catch (...) {
@@ -362,6 +371,8 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
       throw;
     }
   }
+
+ public:
 
   /// Effects: true once the ticket's object has been destroyed. Never blocks, never runs a batch.
   /// Misuse (foreign_cookie): an empty ticket, another reclaimer's, or one not issued yet —
@@ -394,7 +405,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   template <class U>
   bool unregister(U& obj) {
     if (!outside_own_batch("unregister") || !outside_read_section("unregister")) return false;
-    const unregister_ticket t = submit(obj);
+    const unregister_ticket t = submit_request(obj, true);
     if (!t) return false;
     wait_until_completed(t.sequence_, false);
     return true;
@@ -726,6 +737,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
     writer.unlock();
 
     const auto end = clock::now();
+    bool more = false;
     {
       std::scoped_lock lock(histogram_mutex_);
       for (const auto& t : taken.submit_times)
@@ -744,9 +756,10 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
       totals_.max_requests_per_batch = std::max(totals_.max_requests_per_batch, requests);
       totals_.max_threads_per_batch = std::max(totals_.max_threads_per_batch, report.threads);
       totals_.last_batch = report;
+      more = pending_ > 0;
     }
     done_cv_.notify_all();
-    work_cv_.notify_all();
+    if (more) work_cv_.notify_all();  // requests that came meanwhile: the background thread's timer
     if (options_.on_batch) {
       try {
         options_.on_batch(report);
