@@ -67,8 +67,8 @@
 // the lock's holder (holds_writer_lock), a policy without unlist (compile error, policy.hpp), an
 // object type with no policy (compile error naming it). Unregistering an object whose batch has
 // already ended is a use of freed memory, like any use of a freed object: the library cannot see
-// it. Delete by key under the writer lock (unregister_with and index<I>().find_locked) when two
-// threads may race to delete the same object.
+// it. When two threads may race to delete the same object, delete by key (try_unregister<Index>(key):
+// the lookup happens under the writer lock, and a lost race is a result, not misuse).
 #pragma once
 
 #include <array>
@@ -142,7 +142,7 @@ struct registry_options {
   /// Release the writer lock during the grace periods as well as the ref drain (rollback_many.hpp's
   /// unlock_during_waits); off by default: the lock is held through the grace periods.
   bool unlock_during_waits = false;
-  /// Hold the writer lock through the ref drain and destroy too (the behaviour before 0.2). Off by
+  /// Hold the writer lock through the ref drain and destroy too (the default until 2026-12-03). Off by
   /// default, the kernel's order (netdev_run_todo waits for references after RTNL is released):
   /// with it on, one held object stops every writer of the registry until it is let go, and a
   /// thread that holds a reference and then writes (add, unregister) deadlocks against the batch
@@ -157,9 +157,7 @@ constexpr lock_release lock_release_for(bool unlock_during_waits, bool hold_lock
   if (unlock_during_waits) return lock_release::grace_periods;
   return hold_lock_through_drain ? lock_release::never : lock_release::drain_only;
 }
-}  // namespace detail
 
-namespace detail {
 /// The position of X among Ts, or sizeof...(Ts) if absent; how many times it occurs.
 template <class X, class... Ts>
 constexpr std::size_t position_of() noexcept {
