@@ -555,6 +555,38 @@ TEST(lfht_index_options, the_default_hash_mixes_integers_and_agrees_across_strin
   EXPECT_EQ(h(color::red), h(3));
 }
 
+// key_members (issue 23, item 5): a composite key with the built-in hash, found with a tuple of
+// other but comparable element types; the elements' order matters.
+struct tunnel : registrable<tunnel> {
+  tunnel(int o, std::string k) : owner(o), kind(std::move(k)) {}
+  int owner;
+  std::string kind;
+  lfht_hook<tunnel> by_owner_kind;
+};
+using owner_kind_index = lfht_index<tunnel, &tunnel::by_owner_kind, key_members<&tunnel::owner, &tunnel::kind>>;
+
+TEST(lfht_index_memb, a_composite_key_needs_no_hand_written_key_or_hash) {
+  thread_registration<flavor::memb> reg;
+  owner_kind_index index;
+  tunnel a(1, "gre"), b(1, "ipip"), c(2, "gre"), clash(1, "gre");
+  ASSERT_TRUE(index.add_unique(a));
+  ASSERT_TRUE(index.add_unique(b));
+  ASSERT_TRUE(index.add_unique(c));
+  EXPECT_FALSE(index.add_unique(clash)) << "(1, gre) is taken";
+  {
+    read_guard<flavor::memb> guard;
+    EXPECT_EQ(index.find(std::tuple(1, std::string("gre"))), &a);
+    EXPECT_EQ(index.find(std::tuple(1, std::string_view("ipip"))), &b);
+    EXPECT_EQ(index.find(std::tuple(2, std::string_view("gre"))), &c);
+    EXPECT_EQ(index.find(std::tuple(2, std::string_view("ipip"))), nullptr);
+  }
+  lfht_hash h;
+  EXPECT_EQ(h(std::tuple(1, std::string("gre"))), h(std::tuple(1, std::string_view("gre"))));
+  EXPECT_NE(h(std::tuple(1, 2)), h(std::tuple(2, 1)));
+  for (tunnel* t : {&a, &b, &c}) EXPECT_TRUE(index.unlink(*t));
+  grace_domain<flavor::memb>().synchronize();  // a GP after the unlinks, before the objects go
+}
+
 TEST(lfht_index_memb, destroying_an_automatic_index_inside_a_read_section_is_reported) {
 #if defined(__SANITIZE_ADDRESS__)
   GTEST_SKIP() << "the table is leaked on purpose, which LeakSanitizer reports";

@@ -65,6 +65,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 
@@ -109,9 +110,31 @@ struct key_member {
   constexpr const auto& operator()(const T& obj) const noexcept { return obj.*Member; }
 };
 
+/// KeyOf for a composite key: `key_members<&route::owner, &route::type>` reads
+/// `std::tie(r.owner, r.type)`. Look it up with any std::tuple of the same arity whose elements
+/// compare equal to the members' (`index.find(std::tuple(owner, std::string_view("gre")))`):
+/// lfht_hash hashes a tuple element by element, each as it would hash alone, so a string member
+/// and a string_view in the lookup hash alike. No hand-written KeyOf or Hash.
+template <auto... Members>
+struct key_members {
+  static_assert(sizeof...(Members) >= 2, "rcubatch::key_members: name two members or more (key_member for one)");
+  template <class T>
+  constexpr auto operator()(const T& obj) const noexcept {
+    return std::tie(obj.*Members...);
+  }
+};
+
+namespace detail {
+template <class K>
+inline constexpr bool is_std_tuple = false;
+template <class... Es>
+inline constexpr bool is_std_tuple<std::tuple<Es...>> = true;
+}  // namespace detail
+
 /// The default Hash: strings through std::hash<std::string_view>, integers and enums by value,
-/// anything else through std::hash; every result is mixed, because rculfhash picks buckets from
-/// the low bits and orders chains by the bit-reversed hash, and std::hash of an int is the int.
+/// std::tuples (key_members) element by element, anything else through std::hash; every result is
+/// mixed, because rculfhash picks buckets from the low bits and orders chains by the bit-reversed
+/// hash, and std::hash of an int is the int.
 struct lfht_hash {
   using is_transparent = void;
   static constexpr unsigned long mix(unsigned long x) noexcept {  // murmur3's 64-bit finalizer
@@ -128,6 +151,14 @@ struct lfht_hash {
       return mix(std::hash<std::string_view>{}(std::string_view(key)));
     } else if constexpr (std::is_integral_v<K> || std::is_enum_v<K>) {
       return mix(static_cast<unsigned long>(key));
+    } else if constexpr (detail::is_std_tuple<K>) {
+      return std::apply(
+          [this](const auto&... element) {
+            unsigned long h = 0;
+            ((h = mix(h ^ (*this)(element))), ...);  // order-sensitive: (a, b) and (b, a) differ
+            return h;
+          },
+          key);
     } else {
       return mix(static_cast<unsigned long>(std::hash<K>{}(key)));
     }
