@@ -588,5 +588,101 @@ TEST(registry_race, two_threads_deleting_the_same_key_exactly_one_wins) {
   EXPECT_TRUE(reg.index<by_id>().empty());
 }
 
+// --- atomic replace (issue 23, item 2) ------------------------------------------------------------
+
+TEST_F(registry_counting, replace_swaps_in_every_index_and_tears_the_old_one_down) {
+  basic_registry<CF, std::mutex, items> reg;
+  auto* v1 = new item(1, "cfg");
+  ASSERT_TRUE(reg.add(*v1));
+  auto* v2 = new item(1, "cfg");
+  const batch_stats st = reg.replace(*v1, *v2);
+  EXPECT_EQ(st.objects, 1u);
+  EXPECT_EQ(st.grace_periods, 1u) << "no uninit: the old version costs one GP";
+  EXPECT_EQ(reg.policy<items>().destroyed, 1);
+  EXPECT_EQ(v2->state(), reg_state::registered);
+  {
+    read_guard<flavor::memb> guard;
+    EXPECT_EQ(reg.find<by_id>(guard, 1), v2);
+    EXPECT_EQ(reg.find<by_name>(guard, "cfg"), v2);
+  }
+  // A key that differs in one index: nothing changed, the old version stays published.
+  item wrong(1, "other");
+  EXPECT_THROW(reg.replace(*v2, wrong), std::invalid_argument);
+  EXPECT_EQ(v2->state(), reg_state::registered);
+  EXPECT_EQ(wrong.state(), reg_state::uninitialized);
+  EXPECT_FALSE(wrong.by_id.is_linked());
+  {
+    read_guard<flavor::memb> guard;
+    EXPECT_EQ(reg.find<by_id>(guard, 1), v2);
+    EXPECT_EQ(reg.find<by_name>(guard, "cfg"), v2);
+  }
+  // A new object that is not fresh: misuse, nothing changed.
+  auto* other = new item(2, "x");
+  ASSERT_TRUE(reg.add(*other));
+  EXPECT_THROW(reg.replace(*v2, *other), misuse_error);
+  EXPECT_EQ(reg.policy<items>().destroyed, 1);
+  const std::vector<item*> rest{v2, other};
+  EXPECT_EQ(reg.unregister_many(rest).objects, 2u);
+}
+
+/// Poisons at destroy; the test frees after the readers stop.
+struct items_poisoned_at_destroy : indexed<item, by_id, by_name> {
+  std::vector<std::unique_ptr<item>>* graveyard = nullptr;
+  void destroy(item* i) noexcept {
+    i->poison.store(kPoison);
+    graveyard->emplace_back(i);  // reserved by the test: no allocation here
+  }
+};
+
+TEST(registry_replace, readers_always_find_exactly_one_live_version) {
+  // 2 readers look the key up continuously while 1,000 replaces run (real memb GPs): every lookup
+  // finds a version (0 misses) and never a destroyed one (0 poisoned).
+  constexpr int kReplaces = 1'000;
+  watchdog dog(std::chrono::seconds(120), "replace under readers");
+  thread_registration<flavor::memb> self;
+  grace_domain<flavor::memb> domain;
+  basic_registry<flavor::memb, std::mutex, items_poisoned_at_destroy> reg(domain);
+  std::vector<std::unique_ptr<item>> graveyard;
+  graveyard.reserve(kReplaces + 1);
+  reg.policy<items_poisoned_at_destroy>().graveyard = &graveyard;
+  item* current = new item(7, "cfg");
+  ASSERT_TRUE(reg.add(*current));
+  std::atomic<bool> stop{false};
+  std::atomic<long> lookups{0}, misses{0}, poisoned{0};
+  std::latch readers_ready(2);
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 2; ++r) {
+    readers.emplace_back([&] {
+      thread_registration<flavor::memb> reg_thread;
+      readers_ready.count_down();
+      while (!stop.load(std::memory_order_acquire)) {
+        read_guard<flavor::memb> guard;
+        const item* by_key = reg.find<by_id>(guard, 7);
+        const item* by_name_key = reg.find<by_name>(guard, "cfg");
+        lookups.fetch_add(1, std::memory_order_relaxed);
+        if (by_key == nullptr || by_name_key == nullptr) misses.fetch_add(1);
+        if ((by_key && by_key->poison.load() != kAlive) || (by_name_key && by_name_key->poison.load() != kAlive))
+          poisoned.fetch_add(1);
+      }
+    });
+  }
+  readers_ready.wait();
+  unsigned gps = 0;
+  for (int i = 0; i < kReplaces; ++i) {
+    auto* next = new item(7, "cfg");
+    const batch_stats st = reg.replace(*current, *next);
+    gps += st.grace_periods;
+    current = next;
+  }
+  stop = true;
+  for (auto& t : readers) t.join();
+  EXPECT_GT(lookups.load(), 0);
+  EXPECT_EQ(misses.load(), 0);
+  EXPECT_EQ(poisoned.load(), 0);
+  EXPECT_EQ(gps, static_cast<unsigned>(kReplaces)) << "one GP per replace (no uninit)";
+  EXPECT_EQ(graveyard.size(), static_cast<std::size_t>(kReplaces));
+  EXPECT_EQ(reg.unregister(*current).objects, 1u);
+}
+
 }  // namespace
 }  // namespace rcubatch::test

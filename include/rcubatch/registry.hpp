@@ -284,6 +284,24 @@ class indexed {
     }
   }
 
+  /// Requires: the writer lock; old_obj is linked in every index; new_obj is unlinked everywhere and
+  /// has old_obj's key in every index. Effects: new_obj takes old_obj's place in each index in
+  /// order, each swap atomic for readers (lfht_index::replace): a lookup finds one or the other,
+  /// never neither. All or nothing: on a failure the swaps made are undone before it throws.
+  /// Throws: std::invalid_argument (a key differs, or old_obj is missing from an index), what an
+  /// index's replace throws. Complexity: one replace per index. Blocking: never.
+  void replace(T& old_obj, T& new_obj) {
+    std::size_t swapped = 0;
+    try {
+      ((replace_one(std::get<Indexes>(indexes_), old_obj, new_obj), ++swapped), ...);
+    } catch (...) {
+      std::size_t i = 0;
+      ((i++ < swapped ? static_cast<void>(std::get<Indexes>(indexes_).replace(new_obj, old_obj)) : static_cast<void>(0)),
+       ...);
+      throw;
+    }
+  }
+
   /// Effects: unlinks obj from every index (the rollback_many hook). An index that did not hold
   /// it (an object of another registry reached by a batch of this one, e.g. through a cascade)
   /// is fatal: the batch is past its point of no return and would destroy an object that readers
@@ -315,6 +333,11 @@ class indexed {
     if (!index.add_unique(obj)) return false;
     ++linked;
     return true;
+  }
+  template <class I>
+  static void replace_one(I& index, T& old_obj, T& new_obj) {
+    if (!index.replace(old_obj, new_obj))
+      throw std::invalid_argument("rcubatch::indexed::replace: the old object is not linked in one of the indexes");
   }
   /// An index's unlink; one that returns void is taken on trust.
   template <class I>
@@ -560,6 +583,47 @@ class basic_registry {
     });
     r.status = r.unregistered > 0 ? unregister_status::unregistered : unregister_status::already_unregistering;
     return r;
+  }
+
+  /// Atomic replace (RCU's first use case: reload a configuration object): new_obj takes old_obj's
+  /// place in every index under the writer lock — readers find old_obj or new_obj, never neither and
+  /// never a freed one — then old_obj is torn down as by unregister, in one batch (its unlist is
+  /// skipped: the replace unlinked it; its cascades, GPs and drain as usual).
+  /// Requires: old_obj registered in this registry; new_obj freshly constructed, with old_obj's keys
+  /// in every index; the policy has `replace(T& old, T& new)` (indexed has it: all or nothing).
+  /// Returns: the teardown batch's stats (stats.refused when refused under report).
+  /// Misuse (nothing changed): new_obj not freshly constructed (register_twice), old_obj not
+  /// registered / in a batch / in another registry (as unregister), read section, the lock's holder.
+  /// Throws: misuse_error as above; std::invalid_argument when a key differs (nothing changed).
+  /// Complexity: one replace per index, plus old_obj's batch. Blocking: as unregister.
+  template <class U>
+  batch_stats replace(U& old_obj, U& new_obj) {
+    constexpr std::size_t k = slot_of<U>();
+    using T = object_at<k>;
+    static_assert(requires(std::tuple_element_t<k, std::tuple<Policies...>>& p, T& t) { p.replace(t, t); },
+                  "rcubatch::registry::replace: the object's policy needs `replace(T& old, T& new)` (indexed has it)");
+    T& o = static_cast<T&>(old_obj);
+    T& n = static_cast<T&>(new_obj);
+    bool refused = false;
+    batch_stats st = unregister_with([&](queues& q) {
+      if (n.state() != reg_state::uninitialized) {
+        detail::diag_text msg("registry::replace: the new object is ");
+        msg += to_string(n.state());
+        msg += "; it must be freshly constructed (nothing was changed)";
+        detail::diagnose(misuse_kind::register_twice, msg.view());
+        refused = true;
+        return;
+      }
+      if (!q.push(o)) {  // not registered here, going away, in a queue: diagnosed by push
+        refused = true;
+        return;
+      }
+      std::get<k>(policies_).replace(o, n);  // throws with nothing changed; the queues are dropped
+      n.mark_registered();                   // cannot fail: uninitialized, checked under this lock
+      detail::registrable_access::set_unlisted_early(o, true);  // its batch skips the unlist
+    });
+    if (refused) st.refused = true;
+    return st;
   }
 
   /// Requires: fn is callable as fn(queues&) (a generic lambda, or a function taking one
