@@ -266,4 +266,22 @@ class grace_domain {
   std::atomic<std::uint64_t> barriers_{0};
 };
 
+/// Effects: the process's grace domain for Flavor, made on first use (as folly's
+/// rcu_default_domain()). Registries use it unless given another, so all of them coalesce their
+/// grace periods and share one cookie sequence.
+/// It is never destroyed: a function-local static would be destroyed at exit while a detached
+/// thread, or a static registry constructed before the first call, may still wait on it; this one
+/// lives in static storage with no destructor call (it holds no resource but a mutex and counters).
+/// Throws: nothing. Complexity: O(1). Blocking: never. Thread safety: any thread, concurrently.
+template <class Flavor>  // default: fwd.hpp
+grace_domain<Flavor>& default_domain() noexcept {
+  union immortal {
+    immortal() noexcept : domain() {}
+    ~immortal() {}  // on purpose: the domain outlives every static destructor
+    grace_domain<Flavor> domain;
+  };
+  static immortal holder;
+  return holder.domain;
+}
+
 }  // namespace rcubatch

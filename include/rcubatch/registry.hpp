@@ -95,25 +95,6 @@
 
 namespace rcubatch {
 
-/// Effects: the process's grace domain for Flavor, made on first use (as folly's
-/// rcu_default_domain()). Registries use it unless given another, so all of them coalesce their
-/// grace periods and share one cookie sequence.
-/// It is never destroyed: a function-local static would be destroyed at exit while a detached
-/// thread, or a static registry constructed before the first call, may still wait on it; this one
-/// lives in static storage with no destructor call (it holds no resource but a mutex and counters).
-/// (It would belong in grace_domain.hpp; it is here because that header is not this change's.)
-/// Throws: nothing. Complexity: O(1). Blocking: never. Thread safety: any thread, concurrently.
-template <class Flavor>  // default: fwd.hpp
-grace_domain<Flavor>& default_domain() noexcept {
-  union immortal {
-    immortal() noexcept : domain() {}
-    ~immortal() {}  // on purpose: the domain outlives every static destructor
-    grace_domain<Flavor> domain;
-  };
-  static immortal holder;
-  return holder.domain;
-}
-
 /// What a policy's publish hook returns. A hook returning bool means published / refused_after_exposure.
 enum class publish_result : unsigned char {
   published,               ///< linked everywhere readers look: the registry marks it registered
