@@ -46,6 +46,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -53,6 +54,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <utility>
 
 #include "rcubatch/batch.hpp"
@@ -137,18 +139,25 @@ class ref_drain final : public drain_listener {
         next_report = clock::now() + opts_.stall_report_interval;
       }
     }
-    // The put that told us about the last object may still be inside released() (notify, unlock):
-    // let it leave before this drain, its mutex and its condition variable go away.
-    std::lock_guard lock(mutex_);
+    // A put that told us may still be inside released() (its lock, notify, unlock): wait until
+    // every one has left before this drain, its mutex and its condition variable go away. Each is
+    // counted from before its mark (which this drain saw, with acquire, before it could get here)
+    // to its last touch of the drain, so none can be missed — whatever the order of the mark and
+    // the lock inside released(). Short: a putter holds the lock for one notify.
+    while (in_released_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
   }
 
   /// The last put() of a draining object (found through the object's queue): marks it told and
   /// wakes wait(). Any thread. After mark_told the object may be destroyed at once: not touched.
   void released(registrable_base& r) noexcept override {
-    std::lock_guard lock(mutex_);
-    registrable_access::mark_told(r);  // under the lock: wait() locks before it returns
-    told_ = true;
-    cv_.notify_one();  // under the lock: once we unlock, the drain may finish
+    in_released_.fetch_add(1, std::memory_order_relaxed);  // before the mark's release: wait() sees it
+    {
+      std::lock_guard lock(mutex_);
+      registrable_access::mark_told(r);  // under the lock, with told_: no lost wake-up
+      told_ = true;
+      cv_.notify_one();
+    }
+    in_released_.fetch_sub(1, std::memory_order_release);  // this put's last touch of the drain
   }
 
   /// Sends a stall line where drain_options says.
@@ -194,6 +203,7 @@ class ref_drain final : public drain_listener {
   std::mutex mutex_;
   std::condition_variable cv_;
   bool told_ = false;  // a last put() told us since the last wake-up; guarded by mutex_
+  std::atomic<unsigned> in_released_{0};  // puts inside released(): wait() returns only at 0
 };
 
 }  // namespace detail
