@@ -98,7 +98,7 @@ MUTANTS = [
     ("last_put_never_notifies", RC,
      "    if (old == (kDraining | 1)) detail::last_put_of_draining(*this);", "    (void)old;", W),
     ("released_does_not_wake_drain", RD,
-     "    cv_.notify_one();  // under the lock", "    // (no notify)", W),
+     "      cv_.notify_one();\n", "      // (no notify)\n", W),
     ("put_notifies_one_early", RC,
      "if (old == (kDraining | 1)) detail::", "if (old == (kDraining | 2)) detail::", W),
     ("stall_report_suppressed", RD,
