@@ -456,41 +456,42 @@ TEST(netsim_issue27, a_line_ends_at_its_first_nul) {
   }
 }
 
+/// Runs `script` (ending in one `time link set ... down` and `link show up`) in both modes: the timed
+/// line costs `batched` / `legacy` grace periods, and `show_up` is what stays UP.
+void expect_close_costs(const std::string& script, unsigned long long batched, unsigned long long legacy,
+                        const std::string& show_up) {
+  for (auto [mode, gps] : {std::pair{netdev::unreg_mode::batched, batched}, std::pair{netdev::unreg_mode::legacy, legacy}}) {
+    auto o = run(script, mode);
+    ASSERT_TRUE(o.result.ok) << o.err;
+    ASSERT_EQ(o.result.timings.size(), 1u);
+    EXPECT_EQ(o.result.timings[0].grace_periods, gps) << (mode == netdev::unreg_mode::batched ? "batched" : "legacy");
+    EXPECT_EQ(o.out, show_up);
+  }
+}
+
 TEST(netsim_issue27, lower_down_closes_its_up_vlans_together_in_batched_mode) {
   // vlan_device_event, NETDEV_DOWN: since 2.6.38 the UP vlans go on a close list and one
   // dev_close_many → dev_deactivate_many pays one synchronize_net for all of them, after the
   // lower's own dev_close: 2 grace periods. 2.6.32 (legacy mode) took each vlan down alone
   // (dev_change_flags → dev_close → dev_deactivate → synchronize_rcu): 1 + 4,094.
-  const std::string script = "link add name e type dummy\nlink set e up\n"
-                             "for i 1 4094 link add link e name v{i} type vlan id {i}\n"
-                             "for i 1 4094 link set v{i} up\n"
-                             "link add link e name mv type macvlan\nlink set mv up\n"
-                             "time link set e down\nlink show up\n";
-  for (auto [mode, gps] : {std::pair{netdev::unreg_mode::batched, 2ull}, std::pair{netdev::unreg_mode::legacy, 4095ull}}) {
-    auto o = run(script, mode);
-    ASSERT_TRUE(o.result.ok) << o.err;
-    ASSERT_EQ(o.result.timings.size(), 1u);
-    EXPECT_EQ(o.result.timings[0].grace_periods, gps) << (mode == netdev::unreg_mode::batched ? "batched" : "legacy");
-    // Every vlan is down; the macvlan stays UP (macvlan_device_event only passes on the operstate).
-    EXPECT_EQ(o.out, "4097: mv@e: <UP> type macvlan link/ether 02:00:00:00:10:01 macvlan mode vepa\n");
-  }
+  // Every vlan goes down; the macvlan stays UP (macvlan_device_event only passes on the operstate).
+  expect_close_costs("link add name e type dummy\nlink set e up\n"
+                     "for i 1 4094 link add link e name v{i} type vlan id {i}\n"
+                     "for i 1 4094 link set v{i} up\n"
+                     "link add link e name mv type macvlan\nlink set mv up\n"
+                     "time link set e down\nlink show up\n",
+                     2, 4095, "4097: mv@e: <UP> type macvlan link/ether 02:00:00:00:10:01 macvlan mode vepa\n");
 }
 
 TEST(netsim_issue27, each_level_of_up_vlans_is_one_close_many) {
   // dev_close_many runs NETDEV_DOWN for each device it closed, so a vlan's own UP vlans are the next
   // close list: e, then {e.1, e.2}, then {e.1.1, e.1.2} — 3 grace periods batched, 5 legacy.
-  const std::string script = "link add name e type dummy\nlink set e up\n"
-                             "link add link e name e.1 type vlan id 1\nlink add link e name e.2 type vlan id 2\n"
-                             "link add link e.1 name e.1.1 type vlan id 1\nlink add link e.1 name e.1.2 type vlan id 2\n"
-                             "link set e.1 up\nlink set e.2 up\nlink set e.1.1 up\nlink set e.1.2 up\n"
-                             "time link set e down\nlink show up\n";
-  for (auto [mode, gps] : {std::pair{netdev::unreg_mode::batched, 3ull}, std::pair{netdev::unreg_mode::legacy, 5ull}}) {
-    auto o = run(script, mode);
-    ASSERT_TRUE(o.result.ok) << o.err;
-    ASSERT_EQ(o.result.timings.size(), 1u);
-    EXPECT_EQ(o.result.timings[0].grace_periods, gps) << (mode == netdev::unreg_mode::batched ? "batched" : "legacy");
-    EXPECT_EQ(o.out, "");
-  }
+  expect_close_costs("link add name e type dummy\nlink set e up\n"
+                     "link add link e name e.1 type vlan id 1\nlink add link e name e.2 type vlan id 2\n"
+                     "link add link e.1 name e.1.1 type vlan id 1\nlink add link e.1 name e.1.2 type vlan id 2\n"
+                     "link set e.1 up\nlink set e.2 up\nlink set e.1.1 up\nlink set e.1.2 up\n"
+                     "time link set e down\nlink show up\n",
+                     3, 5, "");
 }
 
 TEST(netsim_issue27, a_mebibyte_line_of_one_character_is_read_in_linear_time) {
