@@ -64,7 +64,7 @@
 // always admitted when nothing is charged, so an object larger than the budget cannot deadlock;
 // submits made from a hook of this reclaimer's own batch (destroy) are never blocked. So the
 // unlisted-but-not-destroyed memory stays ≤ budget_bytes + one object, whatever the producers'
-// rate; the bookkeeping is bounded with it (per request: a timestamp and a side-set entry) and
+// rate; the bookkeeping is bounded with it (per request: a timestamp) and
 // the latency statistics are a fixed histogram (512 counters), not samples.
 //
 // Statistics (stats(), async_stats.hpp): per batch (async_batch_report, also given to
