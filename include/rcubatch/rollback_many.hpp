@@ -563,7 +563,7 @@ class rollback_engine {
     timed(stats_, phase::ref_drain, [&] {
       ref_drain drain(pointers_.data(), kLanes, opts_.drain, stats_, lock_);
       each_reversed([&](auto& l) { l.drain_scan(drain, lock_.released_during_waits()); });
-      drain.template wait<Flavor>();
+      drain.wait(domain_);
     });
   }
 
