@@ -93,7 +93,7 @@ struct drain_options {
   /// (ref_drain.hpp, guarantee 5): flush whatever may hold a reference (a per-thread cache, work
   /// deferred to call_rcu). Empty by default. It must not throw, and must not wait for the writer
   /// lock (the drain may hold it). Runs online (qsbr), like the other hooks.
-  std::function<void()> before_sleep;
+  std::function<void()> before_sleep{};
   /// Where stall lines go; nullptr means stderr (unless reporter_fn is set).
   stall_reporter reporter = nullptr;
   /// A stall reporter with state (takes precedence over `reporter`). Called on the draining

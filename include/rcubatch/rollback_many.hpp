@@ -78,6 +78,8 @@
 #include "rcubatch/grace_domain.hpp"
 #include "rcubatch/policy.hpp"
 #include "rcubatch/ref_drain.hpp"
+#include "rcubatch/ref_tracker.hpp"
+#include "rcubatch/sharded_refs.hpp"
 #include "rcubatch/unreg_queue.hpp"
 
 namespace rcubatch {
@@ -230,6 +232,8 @@ class typed_lane : public lane_base {
         if (!access::unlisted_early(*it)) [[likely]]
           hooks.unlist(access::downcast<T>(*it));
         access::set_state(*it, reg_state::unregistering);
+        // Unregistration begins: a sharded count becomes its single atomic (sharded_refs.hpp).
+        if constexpr (is_sharded_v<T>) sharded_access::run_down(access::downcast<T>(*it));
         last = it;
       }
       unlisted_ = last;
@@ -337,8 +341,12 @@ class typed_lane : public lane_base {
       line += "<name unavailable: out of memory>";
     }
     line += " to become free. Usage count = ";
-    line += r.refs().count();
+    const std::uint64_t holders = r.refs().count();
+    line += holders;
     ref_drain::emit(drain_options_of(), line.view());
+    // Who holds it (tracked types: ref_tracker.hpp), one line per live tracked hold.
+    if constexpr (is_tracked_v<T>)
+      report_holders(obj, holders, [&](std::string_view l) { ref_drain::emit(drain_options_of(), l); });
     ++reports;
   }
 
