@@ -20,6 +20,9 @@
 #                      tests/pkg-config/Makefile: make + pkg-config only, rcubatch.pc and rcubatch-qsbr.pc
 #   packaging.add_subdirectory
 #                      builds and runs tests/add-subdirectory (rcubatch as a subproject)
+#   example.template.<name>.copy, example.template.<name>
+#                      examples/<name> copied to an empty folder (with examples/common when it uses
+#                      median.hpp), configured, built and its ctest tests run against that prefix
 #
 # The consumer projects are configured from scratch by `ctest --build-and-test`. They get the
 # parent's compiler and build type but not its CMAKE_CXX_FLAGS: a sanitizer preset's flags are
@@ -181,6 +184,43 @@ set_tests_properties(packaging.components.qsbr_cds packaging.components.memb_mis
 
 set_tests_properties(packaging.clean_prefix packaging.install PROPERTIES LABELS packaging)
 
+# Each example directory is a template: copied out of the tree, it builds and runs against the
+# installed package alone. Entries: <name>;<sibling it needs or "">;<ctest regex of its tests>.
+# netdev runs its smoke tests only (its seed scripts run in the tree's own build).
+set(_rcubatch_pkg_templates
+  "demo\;common\;."
+  "sessions\;\;."
+  "netdev\;common\;^netdev\\.smoke\\.")
+foreach(_rcubatch_pkg_entry IN LISTS _rcubatch_pkg_templates)
+  list(GET _rcubatch_pkg_entry 0 _rcubatch_pkg_name)
+  list(GET _rcubatch_pkg_entry 1 _rcubatch_pkg_with)
+  list(GET _rcubatch_pkg_entry 2 _rcubatch_pkg_regex)
+  set(_rcubatch_pkg_dest ${_rcubatch_pkg_bin}/example-templates/${_rcubatch_pkg_name})
+  add_test(NAME example.template.${_rcubatch_pkg_name}.copy
+    COMMAND ${CMAKE_COMMAND} -DEXAMPLES=${_rcubatch_pkg_src}/examples -DNAME=${_rcubatch_pkg_name}
+            -DWITH=${_rcubatch_pkg_with} -DDEST=${_rcubatch_pkg_dest}/src
+            -P ${_rcubatch_pkg_src}/cmake/example-template-copy.cmake)
+  set_tests_properties(example.template.${_rcubatch_pkg_name}.copy PROPERTIES
+    FIXTURES_SETUP rcubatch_template_${_rcubatch_pkg_name}
+    LABELS packaging)
+  add_test(NAME example.template.${_rcubatch_pkg_name}
+    COMMAND ${CMAKE_CTEST_COMMAND}
+      --build-and-test ${_rcubatch_pkg_dest}/src/${_rcubatch_pkg_name} ${_rcubatch_pkg_dest}/build
+      ${_rcubatch_pkg_generator_args}
+      ${_rcubatch_pkg_config_args}
+      --build-options
+        -DCMAKE_CXX_COMPILER=${CMAKE_CXX_COMPILER}
+        -DCMAKE_PREFIX_PATH=${_rcubatch_pkg_prefix}
+        -DCMAKE_FIND_PACKAGE_PREFER_CONFIG=ON
+        ${_rcubatch_pkg_build_type}
+      --test-command ${CMAKE_CTEST_COMMAND} --output-on-failure --no-tests=error
+        -R ${_rcubatch_pkg_regex} ${_rcubatch_pkg_ctest_config})
+  set_tests_properties(example.template.${_rcubatch_pkg_name} PROPERTIES
+    FIXTURES_REQUIRED "rcubatch_installed;rcubatch_template_${_rcubatch_pkg_name}"
+    LABELS packaging
+    TIMEOUT 900)
+endforeach()
+
 unset(_rcubatch_pkg_src)
 unset(_rcubatch_pkg_bin)
 unset(_rcubatch_pkg_prefix)
@@ -196,3 +236,9 @@ unset(_rcubatch_pkg_module)
 unset(_rcubatch_pkg_module_dir)
 unset(_rcubatch_pkg_only_qsbr_cds)
 unset(_rcubatch_pkg_components_options)
+unset(_rcubatch_pkg_templates)
+unset(_rcubatch_pkg_entry)
+unset(_rcubatch_pkg_name)
+unset(_rcubatch_pkg_with)
+unset(_rcubatch_pkg_regex)
+unset(_rcubatch_pkg_dest)
