@@ -61,8 +61,8 @@ namespace rcubatch {
 
 /// A row of the hook table above: a hook's name and the phase it runs in.
 struct hook_row {
-  std::string_view name;
-  phase runs_in;
+  std::string_view name;  ///< the hook's member name
+  phase runs_in;          ///< the phase it runs in
 };
 
 /// Every hook a policy may have, in the order the phases call them. A new row goes with its line

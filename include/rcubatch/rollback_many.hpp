@@ -82,8 +82,9 @@
 
 namespace rcubatch {
 
+/// Options of one rollback_many call.
 struct rollback_options {
-  drain_options drain{};
+  drain_options drain{};  ///< the ref drain's reporting (ref_drain.hpp)
   /// Set every object's dismantle flag for the whole batch (the point of the flag). Turn it off
   /// only to reproduce registries that predate it, for comparisons (examples/netdev legacy mode).
   bool mark_dismantle = true;
@@ -92,16 +93,17 @@ struct rollback_options {
 /// Opt-in: release `lock` (which the caller holds) during grace-period waits and the ref drain.
 template <class Lockable>
 struct unlock_during_waits {
+  /// Names the lock to release; it must be held by the caller of rollback_many.
   explicit unlock_during_waits(Lockable& l) noexcept : lock(l) {}
-  Lockable& lock;
+  Lockable& lock;  ///< the writer lock, released and re-taken around the waits
 };
 
 /// One object type of a several-type batch: its queue and its policy (kept by reference if an
 /// lvalue, moved in if a temporary). Make it with rcubatch::lane(queue, policy).
 template <class T, class Policy>
 struct lane_spec {
-  unreg_queue<T>& queue;
-  Policy policy;
+  unreg_queue<T>& queue;  ///< the lane's objects
+  Policy policy;          ///< the lane's hooks
 };
 
 /// Effects: names one lane of rollback_many(domain, lane(...), lane(...)).
