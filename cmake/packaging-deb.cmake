@@ -42,7 +42,8 @@ foreach(path IN ITEMS
     ./usr/share/pkgconfig/rcubatch.pc
     ./usr/share/rcubatch/tsan.supp
     ./usr/share/doc/rcubatch/README.md
-    ./usr/share/doc/rcubatch/CHANGELOG.md)
+    ./usr/share/doc/rcubatch/CHANGELOG.md
+    ./usr/share/doc/rcubatch/docs/guide.md)
   string(FIND "${listing}" " ${path}\n" at)
   if(at EQUAL -1)
     string(APPEND errors "  dpkg -c does not list ${path}\n")

@@ -58,7 +58,7 @@
 // the draining mark, the parent edge). So there is no pass to adopt the queue, uninit and the
 // drain walk forwards (as the list and the hardware prefetcher do), and the unlist and uninit
 // passes prefetch a few nodes ahead (kPrefetchAhead). The ratio to the floor, measured with each
-// change, is in the README ("Measurements", issue 13). Several lanes add one indirect call per lane
+// change, is in bench/RESULTS.md ("The teardown demo", issue 13). Several lanes add one indirect call per lane
 // per phase, none per object.
 // bench/RESULTS.md compares it with call_rcu, libcds and DPDK.
 #pragma once
@@ -138,7 +138,8 @@ struct batch_access {
 /// and the policy's address (unlist, uninit) in locals: a hook's stores may alias the lane and the
 /// queue as far as the compiler knows, so it reloaded them per object (2 ns of uninit's 8.6 per
 /// object for end() and the results, issue 13's A/B; the policy's address, with push's common
-/// case inline, took the demo's ratio to its floor from 1.36–1.44 to 1.28–1.30: README, "Measurements").
+/// case inline, took the demo's ratio to its floor from 1.36–1.44 to 1.28–1.30: bench/RESULTS.md,
+/// "The teardown demo").
 ///
 /// How many nodes ahead the unlist and uninit passes prefetch: following the list a few nodes
 /// ahead overlaps the next miss with this object's work (without it the demo's ratio to its floor
