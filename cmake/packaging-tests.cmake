@@ -76,18 +76,24 @@ set_tests_properties(packaging.install PROPERTIES
   FIXTURES_REQUIRED rcubatch_prefix_clean
   FIXTURES_SETUP rcubatch_installed)
 
-add_test(NAME packaging.find_package
-  COMMAND ${CMAKE_CTEST_COMMAND}
-    --build-and-test ${_rcubatch_pkg_src}/tests/find-package
-                     ${_rcubatch_pkg_bin}/packaging-find-package
-    ${_rcubatch_pkg_generator_args}
-    ${_rcubatch_pkg_config_args}
-    --build-options
-      -DCMAKE_CXX_COMPILER=${CMAKE_CXX_COMPILER}
-      -DCMAKE_PREFIX_PATH=${_rcubatch_pkg_prefix}
-      -DCMAKE_FIND_PACKAGE_PREFER_CONFIG=ON
-      ${_rcubatch_pkg_build_type}
-    --test-command ${CMAKE_CTEST_COMMAND} --output-on-failure ${_rcubatch_pkg_ctest_config})
+# _rcubatch_pkg_consumer_test(<test> <source dir> <binary dir> <prefix> [ctest args...]): a consumer
+# project configured, built and tested from scratch against the rcubatch installed under <prefix>.
+function(_rcubatch_pkg_consumer_test name source binary prefix)
+  add_test(NAME ${name}
+    COMMAND ${CMAKE_CTEST_COMMAND}
+      --build-and-test ${source} ${binary}
+      ${_rcubatch_pkg_generator_args}
+      ${_rcubatch_pkg_config_args}
+      --build-options
+        -DCMAKE_CXX_COMPILER=${CMAKE_CXX_COMPILER}
+        -DCMAKE_PREFIX_PATH=${prefix}
+        -DCMAKE_FIND_PACKAGE_PREFER_CONFIG=ON
+        ${_rcubatch_pkg_build_type}
+      --test-command ${CMAKE_CTEST_COMMAND} --output-on-failure ${_rcubatch_pkg_ctest_config} ${ARGN})
+endfunction()
+
+_rcubatch_pkg_consumer_test(packaging.find_package ${_rcubatch_pkg_src}/tests/find-package
+                            ${_rcubatch_pkg_bin}/packaging-find-package ${_rcubatch_pkg_prefix})
 set_tests_properties(packaging.find_package PROPERTIES
   FIXTURES_REQUIRED rcubatch_installed
   LABELS packaging
@@ -199,17 +205,8 @@ add_test(NAME packaging.deb
           -DDPKG=${RCUBATCH_DPKG} -DDPKG_DEB=${RCUBATCH_DPKG_DEB} -DVERSION=${PROJECT_VERSION}
           -P ${_rcubatch_pkg_src}/cmake/packaging-deb.cmake)
 set_tests_properties(packaging.deb PROPERTIES FIXTURES_SETUP rcubatch_deb_unpacked)
-add_test(NAME packaging.deb.find_package
-  COMMAND ${CMAKE_CTEST_COMMAND}
-    --build-and-test ${_rcubatch_pkg_src}/tests/find-package ${_rcubatch_pkg_deb}/find-package
-    ${_rcubatch_pkg_generator_args}
-    ${_rcubatch_pkg_config_args}
-    --build-options
-      -DCMAKE_CXX_COMPILER=${CMAKE_CXX_COMPILER}
-      -DCMAKE_PREFIX_PATH=${_rcubatch_pkg_deb}/root/usr
-      -DCMAKE_FIND_PACKAGE_PREFER_CONFIG=ON
-      ${_rcubatch_pkg_build_type}
-    --test-command ${CMAKE_CTEST_COMMAND} --output-on-failure ${_rcubatch_pkg_ctest_config})
+_rcubatch_pkg_consumer_test(packaging.deb.find_package ${_rcubatch_pkg_src}/tests/find-package
+                            ${_rcubatch_pkg_deb}/find-package ${_rcubatch_pkg_deb}/root/usr)
 add_test(NAME packaging.deb.pkg_config
   COMMAND ${CMAKE_COMMAND} -E env PKG_CONFIG_PATH=${_rcubatch_pkg_deb}/root/usr/share/pkgconfig
     ${RCUBATCH_MAKE_PROGRAM} -B -C ${_rcubatch_pkg_src}/tests/pkg-config
@@ -242,18 +239,9 @@ foreach(_rcubatch_pkg_entry IN LISTS _rcubatch_pkg_templates)
   set_tests_properties(example.template.${_rcubatch_pkg_name}.copy PROPERTIES
     FIXTURES_SETUP rcubatch_template_${_rcubatch_pkg_name}
     LABELS packaging)
-  add_test(NAME example.template.${_rcubatch_pkg_name}
-    COMMAND ${CMAKE_CTEST_COMMAND}
-      --build-and-test ${_rcubatch_pkg_dest}/src/${_rcubatch_pkg_name} ${_rcubatch_pkg_dest}/build
-      ${_rcubatch_pkg_generator_args}
-      ${_rcubatch_pkg_config_args}
-      --build-options
-        -DCMAKE_CXX_COMPILER=${CMAKE_CXX_COMPILER}
-        -DCMAKE_PREFIX_PATH=${_rcubatch_pkg_prefix}
-        -DCMAKE_FIND_PACKAGE_PREFER_CONFIG=ON
-        ${_rcubatch_pkg_build_type}
-      --test-command ${CMAKE_CTEST_COMMAND} --output-on-failure --no-tests=error
-        -R ${_rcubatch_pkg_regex} ${_rcubatch_pkg_ctest_config})
+  _rcubatch_pkg_consumer_test(example.template.${_rcubatch_pkg_name}
+    ${_rcubatch_pkg_dest}/src/${_rcubatch_pkg_name} ${_rcubatch_pkg_dest}/build ${_rcubatch_pkg_prefix}
+    --no-tests=error -R ${_rcubatch_pkg_regex})
   set_tests_properties(example.template.${_rcubatch_pkg_name} PROPERTIES
     FIXTURES_REQUIRED "rcubatch_installed;rcubatch_template_${_rcubatch_pkg_name}"
     LABELS packaging
