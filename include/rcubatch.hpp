@@ -11,6 +11,8 @@
 #include "rcubatch/ref_count.hpp"
 #include "rcubatch/retire_node.hpp"
 #include "rcubatch/registrable.hpp"
+#include "rcubatch/ref_tracker.hpp"
+#include "rcubatch/sharded_refs.hpp"
 #include "rcubatch/unreg_queue.hpp"
 #include "rcubatch/batch_stats.hpp"
 #include "rcubatch/phase.hpp"

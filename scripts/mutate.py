@@ -54,6 +54,11 @@ AU = "include/rcubatch/async_unregister.hpp"
 RG = "include/rcubatch/registry.hpp"
 RB = "include/rcubatch/registrable.hpp"
 WL = "include/rcubatch/detail/writer_lock.hpp"
+RT = "include/rcubatch/ref_tracker.hpp"
+SR = "include/rcubatch/sharded_refs.hpp"
+DRAIN = ("ref_drain_test", r"^ref_drain\.")
+TRACK = ("ref_tracker_test", r"^ref_tracker\.")
+SHARD = ("sharded_refs_test", r"^sharded_refs\.")
 W = ("windows_test", r"^windows\.")
 
 GP2_COND = "    return uninit_unlinked || batch_access::unlinked(batch_) || stats_.dependents_added > 0;"
@@ -185,6 +190,20 @@ MUTANTS = [
     ("on_batch_wait_not_refused", AU,
      "detail::t_reclaimer_thread_of != this", "true",
      au("on_batch_waiting_on_the_reclaimer_thread_is_diagnosed_not_a_hang")),
+    # Issue 26: the drain's flush before it sleeps, tracked holders, the sharded run-down.
+    ("drain_sleeps_without_flushing", RD,
+     "      if (flush_and_recheck(domain) == 0) break;", "", DRAIN),
+    ("drain_flush_without_barrier", RD,
+     "    domain.barrier();  // offline", "    // domain.barrier();  // offline", DRAIN),
+    ("stall_report_names_no_holder", RM,
+     "      report_holders(obj, holders,", "      if (false) report_holders(obj, holders,", TRACK),
+    ("token_put_twice_not_refused", RT, "      if (t.spent_) {", "      if (false) {", TRACK),
+    ("plain_put_steals_tracked_hold", RT,
+     "    if (!tracker_->has_untracked(count_->count())) {", "    if (false) {", TRACK),
+    ("sharded_never_run_down", RM,
+     "if constexpr (is_sharded_v<T>) sharded_access::run_down", "if constexpr (false) sharded_access::run_down", SHARD),
+    ("sharded_run_down_without_bias", SR,
+     "kBias = std::int64_t{1} << 28", "kBias = 0", SHARD),
     # Not lanes' ...a_dependent_of_a_type_with_no_lane_is_fatal_under_every_policy: it passes on this
     # mutant (its death-test child, under report, still dies after printing the same message).
     ("missing_lane_left_out", BA, MISSING_LANE_FATAL, MISSING_LANE_LEFT_OUT,

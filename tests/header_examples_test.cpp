@@ -293,6 +293,40 @@ TEST(header_examples, ref_count) {
 }
 }  // namespace ref_count_example
 
+// ---- ref_tracker.hpp ------------------------------------------------------------------------
+namespace ref_tracker_example {
+std::vector<std::string> logged;
+void log(std::string_view tag, const char* file, unsigned line) {
+  logged.push_back(std::string(tag) + "@" + file + ":" + std::to_string(line));
+}
+
+TEST(header_examples, ref_tracker) {
+  struct device : rcubatch::tracked_registrable<device> { std::string name; };
+  device dev;
+  rcubatch::ref_token t = dev.refs().hold("rx_queue");   // records the tag and this line
+  for (const rcubatch::ref_holder& h : rcubatch::holders(dev))
+    log(h.tag, h.where.file_name(), h.where.line());      // "rx_queue", "rx.cpp", 42
+  dev.refs().put(t);
+  const unsigned hold_line = __LINE__ - 4;
+  ASSERT_EQ(logged.size(), 1u);
+  EXPECT_EQ(logged[0], "rx_queue@" + std::string(__FILE__) + ":" + std::to_string(hold_line));
+  EXPECT_TRUE(rcubatch::holders(dev).empty());
+}
+}  // namespace ref_tracker_example
+
+// ---- sharded_refs.hpp -----------------------------------------------------------------------
+TEST(header_examples, sharded_refs) {
+  int uses = 0;
+  auto use = [&](auto&) { ++uses; };
+  struct route : rcubatch::sharded_registrable<route> {};   // chosen per type
+  route r;
+  r.refs().hold();          // touches this CPU's shard: no cache line shared with other CPUs
+  use(r);
+  r.refs().put();           // may land on another shard than its hold: only the sum matters
+  EXPECT_EQ(uses, 1);
+  EXPECT_EQ(r.refs().count(), 0u);
+}
+
 // ---- rollback_many.hpp ----------------------------------------------------------------------
 namespace rollback_many_example {
 struct stream : rcubatch::registrable<stream> {};

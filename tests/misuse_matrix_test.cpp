@@ -193,6 +193,57 @@ struct hold_after_drain : world {
   }
 };
 
+/// A type with tracked references (ref_tracker.hpp), for the token misuses.
+struct tracked_node : tracked_registrable<tracked_node> {};
+
+struct ref_token_unknown : world {
+  static constexpr misuse_kind kind = misuse_kind::ref_token_unknown;
+  static std::string name() { return "ref_token_unknown"; }
+  static std::string message() { return "a token that holds nothing"; }
+  static constexpr bool from_noexcept = true;  // under throw_error it reports
+  tracked_node n;
+  ref_token held = n.refs().hold("held");
+  ref_token never;  // a put without its hold
+  void misuse() override { n.refs().put(never); }
+  void expect_refused(misuse_policy) override {
+    EXPECT_EQ(n.refs().count(), 1u) << "the other holder's reference is untouched";
+    EXPECT_EQ(holders(n).size(), 1u);
+    n.refs().put(held);
+  }
+};
+
+struct ref_token_put_twice : world {
+  static constexpr misuse_kind kind = misuse_kind::ref_token_put_twice;
+  static std::string name() { return "ref_token_put_twice"; }
+  static std::string message() { return "put\\(token\\) of a token already put"; }
+  static constexpr bool from_noexcept = true;
+  tracked_node n;
+  ref_token other = n.refs().hold("other");
+  ref_token once = n.refs().hold("once");
+  ref_token_put_twice() { n.refs().put(once); }
+  void misuse() override { n.refs().put(once); }
+  void expect_refused(misuse_policy) override {
+    EXPECT_EQ(n.refs().count(), 1u) << "the second put took nobody's reference";
+    n.refs().put(other);
+  }
+};
+
+struct ref_token_leaked : world {
+  static constexpr misuse_kind kind = misuse_kind::ref_token_leaked;
+  static std::string name() { return "ref_token_leaked"; }
+  static std::string message() { return "token was destroyed without put: lost at "; }
+  static constexpr bool from_noexcept = true;
+  tracked_node n;
+  void misuse() override { ref_token lost = n.refs().hold("lost"); }
+  void expect_refused(misuse_policy) override {
+    EXPECT_EQ(n.refs().count(), 1u) << "the leaked hold stays";
+    ASSERT_EQ(holders(n).size(), 1u);
+    EXPECT_EQ(holders(n)[0].tag, "lost") << "and stays listed, for the stall report";
+    // Let the object go (its destructor reports the hold still listed, to the default reporter).
+    static_cast<detail::registrable_base&>(n).refs().put();
+  }
+};
+
 struct register_twice : world {
   static constexpr misuse_kind kind = misuse_kind::register_twice;
   static std::string name() { return "register_twice"; }
@@ -386,7 +437,8 @@ using barrier_in_read_section = grace_wait_in_read_section<F, gp_wait::barrier>;
 std::vector<misuse_case> diagnosed_cases() {
   std::vector<misuse_case> c = cases_of<double_queue, push_unregistered, unregister_released, ref_underflow,
                                         hold_after_drain, register_twice, queue_from_uninit,
-                                        quiescent_state_in_read_guard>();
+                                        quiescent_state_in_read_guard, ref_token_unknown, ref_token_put_twice,
+                                        ref_token_leaked>();
   for (auto& x : cases_of_types(each_real_flavor<rollback_in_read_section>{})) c.push_back(std::move(x));
   return c;
 }

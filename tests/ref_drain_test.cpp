@@ -10,6 +10,7 @@
 
 #include "support/objects.hpp"
 #include "support/policies.hpp"
+#include "support/watchdog.hpp"
 
 namespace rcubatch::test {
 namespace {
@@ -128,6 +129,142 @@ TEST(ref_drain, objects_with_no_holders_are_destroyed_without_waiting) {
   EXPECT_EQ(order.ids.size(), 1000u);
   EXPECT_EQ(s.stall_reports, 0u);
   EXPECT_EQ(s.longest_drain_wait, batch_stats::duration::zero());
+}
+
+
+/// What happened, in order, across the drain's thread and liburcu's callback worker.
+struct event_log {
+  std::mutex m;
+  std::vector<std::string> events;
+  void add(std::string e) {
+    std::lock_guard l(m);
+    events.push_back(std::move(e));
+  }
+  std::vector<std::string> snapshot() {
+    std::lock_guard l(m);
+    return events;
+  }
+};
+
+/// A put deferred to the flavor's call_rcu worker: the kernel's "reference dropped by a queued
+/// RCU callback" (a lazy call_rcu once kept `ip netns del` waiting for a whole stall interval).
+template <class Flavor>
+struct deferred_put {
+  rcu_head head{};
+  node* target = nullptr;
+  event_log* log = nullptr;
+  static void run(rcu_head* h) {
+    auto* self = reinterpret_cast<deferred_put*>(h);  // head is the first member
+    self->log->add("callback");
+    self->target->refs().put();
+  }
+};
+
+/// Node 0 is free: the drain's first pass destroys it, and its destroy queues the deferred put of
+/// node 1, the held one. So the put is queued after the drain started and before it first sleeps.
+template <class Flavor>
+struct queue_put_on_destroy_policy {
+  static constexpr bool publishes_nothing() { return true; }
+  deferred_put<Flavor>* put;
+  void destroy(node* n) noexcept {
+    if (n->id == 0) call_after_grace_period<Flavor, &deferred_put<Flavor>::run>(&put->head);
+    delete n;
+  }
+  std::string name(const node& n) const { return "dev" + std::to_string(n.id); }
+};
+
+/// Runs the batch of nodes 0 (free) and 1 (held, its last put queued by 0's destroy) with a
+/// stall interval of 0: a drain that slept before flushing would report at once. `unblock` is
+/// what the stall reporter does so that even a drain that does not flush finishes.
+template <class Flavor>
+std::vector<std::string> drain_with_a_queued_last_put(grace_domain<Flavor>& domain, batch_stats& stats,
+                                                      std::function<void()> unblock) {
+  event_log log;
+  auto nodes = make_registered(2);
+  nodes[1]->refs().hold();
+  deferred_put<Flavor> put{{}, nodes[1], &log};
+  rollback_options opts;
+  opts.drain.stall_report_interval = std::chrono::milliseconds(0);
+  opts.drain.reporter_fn = [&](std::string_view line) {
+    log.add("stall: " + std::string(line));
+    unblock();
+  };
+  unreg_queue<node> q;
+  for (node* n : nodes) q.push(*n);
+  watchdog dog(std::chrono::seconds(30), "a drain waiting for a put queued in call_rcu");
+  stats = rollback_many(q, queue_put_on_destroy_policy<Flavor>{&put}, domain, opts);
+  return log.snapshot();
+}
+
+TEST(ref_drain, a_last_put_in_a_queued_callback_is_flushed_before_the_drain_sleeps) {
+  // The fake flavor runs queued callbacks only in synchronize or barrier, and no grace period
+  // follows the drain's first pass: only the drain's own flush can run the put before it sleeps.
+  fake::reset();
+  grace_domain<fake> domain;
+  batch_stats stats;
+  const auto events = drain_with_a_queued_last_put(domain, stats, [] { fake::barrier(); });
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.front(), "callback") << "the callback ran before the first stall report";
+  EXPECT_EQ(events.size(), 1u);
+  EXPECT_EQ(stats.stall_reports, 0u);
+  EXPECT_EQ(stats.drain_flushes, 1u);
+  EXPECT_EQ(stats.objects, 2u);
+}
+
+TEST(ref_drain, a_last_put_in_a_queued_liburcu_call_rcu_callback_is_flushed_before_the_first_stall_report) {
+  thread_registration<flavor::memb> registered;
+  grace_domain<flavor::memb> domain;
+  batch_stats stats;
+  // A drain that did not flush would report at once (interval 0) and then wait for the worker.
+  const auto events = drain_with_a_queued_last_put(domain, stats, [] {});
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.front(), "callback") << "the callback ran before the first stall report";
+  EXPECT_EQ(stats.stall_reports, 0u);
+  EXPECT_GE(stats.drain_flushes, 1u);
+  EXPECT_EQ(stats.objects, 2u);
+  domain.barrier();
+}
+
+TEST(ref_drain, the_before_sleep_hook_runs_before_the_first_sleep_and_its_put_ends_the_drain) {
+  fake::reset();
+  grace_domain<fake> domain;
+  destroy_order order;
+  event_log log;
+  auto nodes = make_registered(1);
+  node* cached = nodes[0];
+  cached->refs().hold();  // a per-thread cache's reference, dropped when the cache is flushed
+  rollback_options opts;
+  opts.drain.stall_report_interval = std::chrono::milliseconds(0);
+  opts.drain.before_sleep = [&] {
+    log.add("flush");
+    if (cached != nullptr) std::exchange(cached, nullptr)->refs().put();
+  };
+  opts.drain.reporter_fn = [&](std::string_view line) {
+    log.add("stall: " + std::string(line));
+    if (cached != nullptr) std::exchange(cached, nullptr)->refs().put();
+  };
+  unreg_queue<node> q;
+  q.push(*nodes[0]);
+  const batch_stats s = rollback_many(q, ordering_policy{&order}, domain, opts);
+  EXPECT_EQ(log.snapshot(), (std::vector<std::string>{"flush"}));
+  EXPECT_EQ(s.stall_reports, 0u);
+  EXPECT_EQ(fake::barriers(), 1u) << "the barrier ran after the hook, before the rescan";
+  EXPECT_EQ(order.ids, (std::vector<int>{0}));
+}
+
+TEST(ref_drain, a_drain_with_no_holders_does_not_flush) {
+  fake::reset();
+  grace_domain<fake> domain;
+  destroy_order order;
+  bool hooked = false;
+  rollback_options opts;
+  opts.drain.before_sleep = [&] { hooked = true; };
+  unreg_queue<node> q;
+  for (node* n : make_registered(3)) q.push(*n);
+  const batch_stats s = rollback_many(q, ordering_policy{&order}, domain, opts);
+  EXPECT_FALSE(hooked);
+  EXPECT_EQ(fake::barriers(), 0u);
+  EXPECT_EQ(s.drain_flushes, 0u);
 }
 
 }  // namespace

@@ -29,6 +29,7 @@ struct batch_stats {
   unsigned retire_fallback_gps = 0;   ///< GPs run inline because retire could not allocate
   std::size_t stall_reports = 0;      ///< "waiting for X to become free" lines printed
   std::size_t rebroadcasts = 0;       ///< rebroadcast hook calls
+  std::size_t drain_flushes = 0;      ///< the drain's flushes before a sleep (before_sleep, barrier): ref_drain.hpp
   bool refused = false;               ///< misuse_policy::report refused the whole call; nothing changed
 
   /// Wall time per phase (phase.hpp: kPhaseTable says what each covers; ref_drain includes every

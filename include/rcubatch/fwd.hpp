@@ -73,6 +73,13 @@ class ref_count;
 struct retire_node;
 enum class reg_state : unsigned char;
 template <class T> class registrable;
+// ref_tracker.hpp, sharded_refs.hpp: the two other kinds of reference count, chosen per type
+struct ref_holder;
+class ref_token;
+class tracked_ref_count;
+template <class T> class tracked_registrable;
+class sharded_ref_count;
+template <class T> class sharded_registrable;
 template <class U> struct registrable_type;
 template <class T> class unreg_queue;
 

@@ -64,8 +64,11 @@ enum class misuse_kind : unsigned char {
   ref_overflow,              ///< hold() beyond ref_count::kMaxHolders holders of one object
   holds_writer_lock,         ///< a call that takes the writer lock (or waits for a batch that does) by its holder
   wrong_registry,            ///< an object unregistered through a registry (or reclaimer) it is not published in
+  ref_token_unknown,         ///< tracked refs: a put without its hold (a token that holds nothing on this object)
+  ref_token_put_twice,       ///< tracked refs: a token put a second time
+  ref_token_leaked,          ///< tracked refs: a token (or its object, or the process) ended with the hold never put
 };
-inline constexpr std::size_t kMisuseKinds = 19;
+inline constexpr std::size_t kMisuseKinds = 22;
 
 constexpr std::string_view to_string(misuse_kind k) noexcept {
   constexpr std::array<std::string_view, kMisuseKinds> names{
@@ -75,7 +78,8 @@ constexpr std::string_view to_string(misuse_kind k) noexcept {
       "reader_not_registered",    "reader_offline",         "foreign_cookie",
       "not_in_read_section",      "retired_twice",          "not_in_batch",
       "waits_for_own_batch",      "ref_overflow",           "holds_writer_lock",
-      "wrong_registry"};
+      "wrong_registry",           "ref_token_unknown",      "ref_token_put_twice",
+      "ref_token_leaked"};
   return names[static_cast<std::size_t>(k)];
 }
 

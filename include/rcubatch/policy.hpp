@@ -22,6 +22,9 @@
 //                                           |              | after its dependents; then    |                 |                             | indexes (lock not held)
 //                                           |              | its retire_with sub-objects   |                 |                             |
 //
+// Not a policy hook, for the drain as a whole: drain_options::before_sleep (rollback_options::
+// drain), run before each sleep of the drain and before its barrier (ref_drain.hpp, guarantee 5),
+// with the lock as for destroy; it must not block on the writer lock.
 // (o) Join order: the queued objects, then the dependents queued from their notify, so within a
 // lane a parent's uninit runs before its dependents' (unregister_netdevice_many calls ndo_uninit
 // in list order too); a later lane's objects (typically the dependents) go before an earlier lane's. It was

@@ -25,7 +25,10 @@
 // Misuse: put without hold (underflow), or hold on an object whose count already drained to zero
 // (nothing can legitimately find it any more), are diagnosed.
 // Cost: hold = one relaxed fetch_add; put = one acq_rel CAS. A single shared counter: it
-// bounces between cores under heavy concurrent hold/put (the kernel uses per-CPU counters there).
+// bounces between cores under heavy concurrent hold/put (the kernel uses per-CPU counters there:
+// choose sharded_registrable<T>, sharded_refs.hpp, for such a type; tracked_registrable<T>,
+// ref_tracker.hpp, to record who holds it). This word is also what those two kinds fall back on:
+// a sharded count after its run-down, a tracked hold's count.
 #pragma once
 
 #include <atomic>
@@ -36,8 +39,10 @@
 namespace rcubatch {
 
 class ref_count;
+class tracked_ref_count;
 
 namespace detail {
+class ref_shards;
 class registrable_base;
 class counted_base;
 struct registrable_access;
@@ -71,23 +76,7 @@ class ref_count {
   /// reference it already holds). Misuse: a hold on an object whose count already drained to zero
   /// is refused and diagnosed (hold_after_drain); so is a hold beyond kMaxHolders (ref_overflow).
   /// Complexity: one relaxed fetch_add. Thread safety: any thread.
-  void hold() noexcept {
-    const std::uint32_t old = word_.fetch_add(1, std::memory_order_relaxed);
-    if ((old & kCount) >= kMaxHolders) [[unlikely]] {
-      word_.fetch_sub(1, std::memory_order_relaxed);
-      detail::diagnose_noexcept(misuse_kind::ref_overflow,
-                                "hold() beyond 2^29 holders of one object (a hold leaked in a loop?); "
-                                "the hold is refused");
-      return;
-    }
-    if ((old & ~kTold) == kDraining) {
-      // Refuse: keeping the reference would make its put() notify a drain that already finished.
-      word_.fetch_sub(1, std::memory_order_relaxed);
-      detail::diagnose_noexcept(misuse_kind::hold_after_drain,
-                                "hold() on an object whose references already drained to zero: "
-                                "it is unregistered and about to be destroyed; the hold is refused");
-    }
-  }
+  void hold() noexcept { (void)acquire(); }
 
   /// Effects: drops a reference taken by hold(); the put that brings a draining object's count
   /// to zero notifies the drain (and may let it destroy the object at once: do not touch the
@@ -117,7 +106,45 @@ class ref_count {
  private:
   friend class detail::counted_base;
   friend struct detail::registrable_access;
+  friend class detail::ref_shards;  // its run-down folds the shards into this word
+  friend class tracked_ref_count;   // tracked holds must know whether the hold was taken
   ref_count() = default;
+
+  /// hold(), telling whether the hold was taken (false: refused and diagnosed). For the tracked
+  /// and sharded kinds, which must know (ref_tracker.hpp, sharded_refs.hpp).
+  bool acquire() noexcept {
+    const std::uint32_t old = word_.fetch_add(1, std::memory_order_relaxed);
+    if ((old & kCount) >= kMaxHolders) [[unlikely]] {
+      word_.fetch_sub(1, std::memory_order_relaxed);
+      detail::diagnose_noexcept(misuse_kind::ref_overflow,
+                                "hold() beyond 2^29 holders of one object (a hold leaked in a loop?); "
+                                "the hold is refused");
+      return false;
+    }
+    if ((old & ~kTold) == kDraining) {
+      // Refuse: keeping the reference would make its put() notify a drain that already finished.
+      word_.fetch_sub(1, std::memory_order_relaxed);
+      detail::diagnose_noexcept(misuse_kind::hold_after_drain,
+                                "hold() on an object whose references already drained to zero: "
+                                "it is unregistered and about to be destroyed; the hold is refused");
+      return false;
+    }
+    return true;
+  }
+
+  /// For a sharded count's run-down (sharded_refs.hpp): adds `delta` to the holder count, before
+  /// the drain marks it (no mark is set yet). Returns false, changing nothing, when the result
+  /// would be negative (more puts than holds: the caller diagnoses ref_underflow).
+  bool add_while_unmarked(std::int64_t delta) noexcept {
+    std::uint32_t old = word_.load(std::memory_order_relaxed);
+    std::int64_t next = 0;
+    do {
+      next = static_cast<std::int64_t>(old & kCount) + delta;
+      if (next < 0) return false;
+    } while (!word_.compare_exchange_weak(old, (old & ~kCount) | static_cast<std::uint32_t>(next),
+                                          std::memory_order_acq_rel, std::memory_order_relaxed));
+    return true;
+  }
 
   /// For the ref drain's fused step: if nobody holds the object, marks the count as draining
   /// (count 0) and returns true — the caller destroys it at once; otherwise changes nothing and

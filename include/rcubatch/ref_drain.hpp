@@ -24,6 +24,19 @@
 //      not tied to it. Untied retirees (batch::retire) are disposed right after the last grace
 //      period, before any destroy; retirees tied to an owner (batch::retire_with) are disposed
 //      right after that owner's destroy returns.
+//   5. Before each sleep the drain flushes what may still drop a reference, then rechecks: first
+//      drain_options::before_sleep (the user's hook: flush a per-thread cache, hand deferred
+//      puts to call_rcu), then the domain's barrier (grace_domain::barrier, liburcu rcu_barrier:
+//      every callback queued with the flavor's call before it has run), then a rescan. So a
+//      last put() that sits in a queued call_rcu callback (or in what the hook flushes) is seen
+//      before the drain sleeps, and before any stall report or rebroadcast (the kernel's
+//      netdev_wait_allrefs_any runs rcu_barrier before every sleep for this reason: a lazy
+//      call_rcu once kept `ip netns del` waiting). Requires: a callback queued with the flavor's
+//      call must not wait for the writer lock while a drain runs with it held (the default; the
+//      barrier would wait for the callback, the callback for the lock), and the hook must not
+//      either. The barrier runs offline under qsbr (grace_domain::barrier: detail/blocking.hpp).
+//      It runs only when objects are still held after the first pass: a drain with no holders
+//      pays nothing.
 //
 // It sleeps on a condition variable that the last put() signals — no polling, no fixed sleeps.
 // The put finds the drain through its object's queue and marks the count told under the drain's
@@ -62,6 +75,7 @@
 #include "rcubatch/detail/tsan.hpp"
 #include "rcubatch/detail/writer_lock.hpp"
 #include "rcubatch/flavor.hpp"
+#include "rcubatch/grace_domain.hpp"
 
 namespace rcubatch {
 
@@ -75,6 +89,11 @@ struct drain_options {
   std::chrono::milliseconds stall_report_interval{10'000};
   /// How often to ask holders to let go (policy.rebroadcast). Only runs if the hook exists.
   std::chrono::milliseconds rebroadcast_interval{1'000};
+  /// Called on the draining thread before each sleep of the drain, before the domain's barrier
+  /// (ref_drain.hpp, guarantee 5): flush whatever may hold a reference (a per-thread cache, work
+  /// deferred to call_rcu). Empty by default. It must not throw, and must not wait for the writer
+  /// lock (the drain may hold it). Runs online (qsbr), like the other hooks.
+  std::function<void()> before_sleep{};
   /// Where stall lines go; nullptr means stderr (unless reporter_fn is set).
   stall_reporter reporter = nullptr;
   /// A stall reporter with state (takes precedence over `reporter`). Called on the draining
@@ -98,14 +117,16 @@ class ref_drain final : public drain_listener {
   /// Objects the first pass found held (or waiting for their dependents).
   std::size_t held = 0;
 
-  /// Effects: returns once every object counted in `held` has been destroyed.
+  /// Effects: returns once every object counted in `held` has been destroyed. Before each sleep,
+  /// flushes (drain_options::before_sleep, then domain.barrier()) and rescans: guarantee 5.
   /// Blocking: until the last holder lets go. Offline while waiting under a qsbr Flavor.
   template <class Flavor>
-  void wait() noexcept {
+  void wait(grace_domain<Flavor>& domain) noexcept {
     auto next_rebroadcast = start_ + opts_.rebroadcast_interval;
     auto next_report = start_ + opts_.stall_report_interval;
     const bool rebroadcasts = any_lane_rebroadcasts();
     while (held > 0) {
+      if (flush_and_recheck(domain) == 0) break;
       {
         // Offline under qsbr (detail/blocking.hpp): an online waiter stalls every other thread's
         // grace period, and deadlocks with a holder that needs one before its put(). Only the
@@ -121,8 +142,7 @@ class ref_drain final : public drain_listener {
       // put can hide a told count from one scan; the next wake-up finds it. A destroy may put its
       // parent's last reference, which tells us again (caught by this scan or the next).
       const std::size_t freed = release_told();
-      if (freed > 0 && now - start_ > stats_.longest_drain_wait)
-        stats_.longest_drain_wait = std::chrono::duration_cast<batch_stats::duration>(now - start_);
+      if (freed > 0) note_wait(now);
       held -= freed;
       if (held == 0) break;
       if (rebroadcasts && now >= next_rebroadcast) {
@@ -160,6 +180,24 @@ class ref_drain final : public drain_listener {
     in_released_.fetch_sub(1, std::memory_order_release);  // this put's last touch of the drain
   }
 
+  /// Guarantee 5: the user's hook, the domain's barrier (every queued callback has run: one may
+  /// have put a last reference), then the rescan. Returns how many objects are still held.
+  template <class Flavor>
+  std::size_t flush_and_recheck(grace_domain<Flavor>& domain) noexcept {
+    if (opts_.before_sleep) {
+      try {
+        opts_.before_sleep();
+      } catch (...) {  // a hook must not throw; a throwing one loses its flush, not the drain
+      }
+    }
+    domain.barrier();  // offline under qsbr; a read section here is the caller's misuse (fatal)
+    ++stats_.drain_flushes;
+    const std::size_t freed = release_told();
+    if (freed > 0) note_wait();
+    held -= freed;
+    return held;
+  }
+
   /// Sends a stall line where drain_options says.
   static void emit(const drain_options& opts, std::string_view line) noexcept {
     if (opts.reporter_fn) {
@@ -179,6 +217,12 @@ class ref_drain final : public drain_listener {
     for (std::size_t i = 0; i < lane_count_; ++i)
       if (lanes_[i]->has_rebroadcast()) return true;
     return false;
+  }
+
+  /// Records how long the drain has waited so far (batch_stats::longest_drain_wait).
+  void note_wait(clock::time_point now = clock::now()) noexcept {
+    if (now - start_ > stats_.longest_drain_wait)
+      stats_.longest_drain_wait = std::chrono::duration_cast<batch_stats::duration>(now - start_);
   }
 
   /// Destroys every told object, lanes last to first (as the first pass). Returns how many.

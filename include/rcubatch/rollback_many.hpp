@@ -78,6 +78,8 @@
 #include "rcubatch/grace_domain.hpp"
 #include "rcubatch/policy.hpp"
 #include "rcubatch/ref_drain.hpp"
+#include "rcubatch/ref_tracker.hpp"
+#include "rcubatch/sharded_refs.hpp"
 #include "rcubatch/unreg_queue.hpp"
 
 namespace rcubatch {
@@ -233,6 +235,8 @@ class typed_lane : public lane_base {
         if (!access::unlisted_early(*it)) [[likely]]
           hooks.unlist(access::downcast<T>(*it));
         access::set_state(*it, reg_state::unregistering);
+        // Unregistration begins: a sharded count becomes its single atomic (sharded_refs.hpp).
+        if constexpr (is_sharded_v<T>) sharded_access::run_down(access::downcast<T>(*it));
         last = it;
       }
       unlisted_ = last;
@@ -340,8 +344,12 @@ class typed_lane : public lane_base {
       line += "<name unavailable: out of memory>";
     }
     line += " to become free. Usage count = ";
-    line += r.refs().count();
+    const std::uint64_t holders = r.refs().count();
+    line += holders;
     ref_drain::emit(drain_options_of(), line.view());
+    // Who holds it (tracked types: ref_tracker.hpp), one line per live tracked hold.
+    if constexpr (is_tracked_v<T>)
+      report_holders(obj, holders, [&](std::string_view l) { ref_drain::emit(drain_options_of(), l); });
     ++reports;
   }
 
@@ -566,7 +574,7 @@ class rollback_engine {
     timed(stats_, phase::ref_drain, [&] {
       ref_drain drain(pointers_.data(), kLanes, opts_.drain, stats_, lock_);
       each_reversed([&](auto& l) { l.drain_scan(drain, lock_.released_during_waits()); });
-      drain.template wait<Flavor>();
+      drain.wait(domain_);
     });
   }
 

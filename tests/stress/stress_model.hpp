@@ -42,7 +42,19 @@ struct sub_object : rcubatch::retire_node {
   writer_ctx* owner = nullptr;
 };
 
-struct object : rcubatch::registrable<object> {
+struct object;
+#if defined(RCUBATCH_STRESS_SHARDED_REFS)
+// rcubatch_stress_sharded: every object has a sharded count (sharded_refs.hpp). The holders hold
+// and put through the shards until the run-down, some through the single atomic (as the library's
+// own parent edges do), so both paths and the switch between them race the batches.
+using object_registrable = rcubatch::sharded_registrable<object>;
+inline constexpr bool kShardedRefs = true;
+#else
+using object_registrable = rcubatch::registrable<object>;
+inline constexpr bool kShardedRefs = false;
+#endif
+
+struct object : object_registrable {
   std::uint64_t magic = kAlive;  // plain on purpose (see sub_object)
   std::uint64_t id = 0;
   std::uint32_t slot = 0;
