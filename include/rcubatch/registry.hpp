@@ -107,6 +107,7 @@ enum class unregister_status : unsigned char {
   unregistered,           ///< queued by this call and torn down by its batch (destroyed once its refs dropped)
   not_found,              ///< no object has that key (never added, or already unlisted by another batch)
   already_unregistering,  ///< (by object) it is already going away: in a batch, a queue, or gone to released
+  refused,                ///< (async_unregister::try_submit) the budget refused it, or misuse under report: nothing changed
 };
 
 /// What try_unregister and try_unregister_many return.
@@ -351,6 +352,15 @@ class basic_registry {
   static_assert(((detail::occurrences<typename Policies::object_type, typename Policies::object_type...> == 1) && ...),
                 "rcubatch::registry: two policies handle the same object type; one policy per type");
 
+  using relations = detail::relations_check<detail::all_relations_t<Policies...>, typename Policies::object_type...>;
+  static_assert(relations::children_have_lanes,
+                "rcubatch::registry: a policy owns children (rcubatch::owning<&Parent::list>) of a type that no policy "
+                "of this registry handles: add a policy for the child type (e.g. rcubatch::indexed<Child, Index...>); "
+                "without one, its parent's batch could not take the children and would destroy the parent under them");
+  static_assert(relations::one_owner_each,
+                "rcubatch::registry: a child type is owned through two owned_lists (two owning<...> name lists of the "
+                "same child type): a child type may have one owner relation");
+
   static constexpr std::size_t kTypes = sizeof...(Policies);
   template <class U>
   static constexpr std::size_t slot_of() {
@@ -361,6 +371,9 @@ class basic_registry {
   }
   template <std::size_t K>
   using object_at = std::tuple_element_t<K, std::tuple<typename Policies::object_type...>>;
+  /// The relation through which another policy's objects own T (owned.hpp), void if none.
+  template <class T>
+  using owner_of = detail::owner_relation_t<T, Policies...>;
 
  public:
   using flavor_type = Flavor;
@@ -439,6 +452,11 @@ class basic_registry {
   /// Misuse (throws misuse_error by default; under report returns false, nothing changed): obj is
   /// not uninitialized (register_twice: added twice, or already unregistered), or the call is
   /// inside a read-side section (blocking_in_read_section).
+  /// Owned children (owned.hpp): an object of a type owned through owning<> whose owner_hook
+  /// names a parent is linked into that parent's list once published. add returns false, nothing
+  /// published, when that parent is already going away (in a batch or a reclaimer's queue: a lost
+  /// race, not misuse); misuse: a parent never added (not_registered), or registered in another
+  /// registry (wrong_registry).
   /// Throws: misuse_error as above; what publish throws (after its undo and a grace period).
   /// Complexity: the policy's publish (indexed: one add per index). Blocking: the writer lock;
   /// one grace period on the refused-after-exposure and exception paths only.
@@ -456,6 +474,9 @@ class basic_registry {
       detail::diagnose(misuse_kind::register_twice, msg.view());
       return false;
     }
+    if constexpr (!std::is_void_v<owner_of<T>>) {
+      if (!owner_accepts<owner_of<T>>(t, "registry::add")) return false;
+    }
     publish_result r = publish_result::refused;
     try {
       r = detail::to_publish_result(std::get<k>(policies_).publish(t));
@@ -464,6 +485,7 @@ class basic_registry {
       throw;
     }
     if (r == publish_result::published) {
+      if constexpr (!std::is_void_v<owner_of<T>>) detail::link_to_owner<owner_of<T>>(t);
       t.mark_registered();  // cannot fail: uninitialized was checked under this lock
       return true;
     }
@@ -695,6 +717,33 @@ class basic_registry {
       return true;
     }
   }
+  /// Requires: the writer lock; child is not registered yet. Whether child (of a type owned
+  /// through Rel) may be linked to the parent its hook names: no parent (true: owned by nobody);
+  /// a parent registered here and in no queue or batch (true); a parent already going away
+  /// (false, not misuse: a lost race, as a duplicate key is); misuse, diagnosed (false under
+  /// report): a parent never added (not_registered), or added to another registry (wrong_registry).
+  template <class Rel>
+  bool owner_accepts(typename Rel::child_type& child, const char* caller) {
+    typename Rel::parent_type* const p = Rel::hook_of(child).parent();
+    if (p == nullptr) return true;
+    const detail::registrable_base& parent = detail::base_of(*p);
+    const reg_state st = parent.state();
+    if (st == reg_state::uninitialized) {
+      detail::diag_text msg(caller);
+      msg += ": the parent the child's owner_hook names is not registered (add the parent first); nothing was "
+             "published";
+      detail::diagnose(misuse_kind::not_registered, msg.view());
+      return false;
+    }
+    if (st != reg_state::registered || detail::registrable_access::owner(parent) != nullptr) return false;
+    if (owns<slot_of<typename Rel::parent_type>()>(*p)) [[likely]]
+      return true;
+    detail::diag_text msg(caller);
+    msg += " (the child's parent)";
+    report_wrong_registry(msg.view().data());
+    return false;
+  }
+
   void report_wrong_registry(const char* what) const {
     detail::diag_text msg(what);
     msg += ": the object is registered, but not in this registry (another registry of the same type, "
