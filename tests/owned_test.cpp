@@ -13,12 +13,15 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <latch>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "support/counting.hpp"
 #include "support/misuse_capture.hpp"
+#include "support/objects.hpp"
 #include "support/watchdog.hpp"
 
 namespace rcubatch::test {
@@ -40,14 +43,16 @@ struct stream : registrable<stream> {
   lfht_hook<stream> by_id;
   owner_hook<session> owner;
   owned_list<chunk, &chunk::owner> chunks;
-  std::atomic<int> alive_chunks{0};  // decremented by each chunk's destroy: 0 when the stream's destroy runs
+  std::atomic<int> alive_chunks{0};
+  std::atomic<std::uint64_t> poison{kAlive};  // decremented by each chunk's destroy: 0 when the stream's destroy runs
 };
 struct session : registrable<session> {
   explicit session(std::uint64_t i) : id(i) {}
   std::uint64_t id;
   lfht_hook<session> by_id;
   owned_list<stream, &stream::owner> streams;
-  std::atomic<int> alive_streams{0};  // decremented by each stream's destroy: 0 when the session's destroy runs
+  std::atomic<int> alive_streams{0};
+  std::atomic<std::uint64_t> poison{kAlive};  // decremented by each stream's destroy: 0 when the session's destroy runs
 };
 using session_ids = lfht_index<session, &session::by_id, key_member<&session::id>, flavor::memb>;
 using stream_ids = lfht_index<stream, &stream::by_id, key_member<&stream::id>, flavor::memb>;
@@ -249,6 +254,174 @@ TEST_F(owned, a_child_whose_parent_was_never_added_is_refused_with_nothing_publi
   EXPECT_EQ(added.owner.parent(), s);
   EXPECT_EQ(other.unregister(*elsewhere).objects, 1u);
   EXPECT_EQ(t.unregister(*s).objects, 2u);
+}
+
+
+// --- bulk replace: a container and its children (issue 23) ---------------------------------------
+
+TEST_F(owned, replacing_a_session_with_2000_streams_costs_two_gps_and_refusal_changes_nothing) {
+  table t;
+  session* v1 = open(t, 1, 0);
+  std::vector<stream*> old_streams;
+  for (std::uint64_t k = 0; k < 2000; ++k) {
+    auto* st = new stream(k);
+    st->owner.set_parent(*v1);
+    ASSERT_TRUE(t.add(*st));
+    ++v1->alive_streams;
+    old_streams.push_back(st);
+  }
+  session* other = open(t, 2, 0);  // holds stream 5000, a key the refused version will ask for
+  auto* foreign = new stream(5000);
+  foreign->owner.set_parent(*other);
+  ASSERT_TRUE(t.add(*foreign));
+  ++other->alive_streams;
+  CF::reset();
+
+  // Refused: one new stream's key is the other session's stream. Nothing changes.
+  {
+    session v2(1);
+    std::vector<std::unique_ptr<stream>> fresh;
+    for (std::uint64_t k = 0; k < 1999; ++k) fresh.push_back(std::make_unique<stream>(k));
+    fresh.push_back(std::make_unique<stream>(5000));
+    std::vector<stream*> ptrs;
+    for (auto& f : fresh) ptrs.push_back(f.get());
+    const replace_result r = t.replace_with_children(*v1, v2, ptrs);
+    EXPECT_FALSE(r);
+    EXPECT_EQ(CF::synchronizes(), 1u) << "new objects were visible: one GP before the caller may free them";
+    EXPECT_EQ(v2.state(), reg_state::uninitialized);
+    EXPECT_FALSE(v2.by_id.is_linked());
+    for (auto& f : fresh) EXPECT_FALSE(f->by_id.is_linked());
+    EXPECT_EQ(v1->state(), reg_state::registered);
+    EXPECT_EQ(v1->streams.size(), 2000u);
+    {
+      read_guard<flavor::memb> guard;
+      EXPECT_EQ(t.find<session_ids>(guard, std::uint64_t{1}), v1);
+      for (std::uint64_t k = 0; k < 2000; ++k) EXPECT_EQ(t.find<stream_ids>(guard, k), old_streams[k]);
+      EXPECT_EQ(t.find<stream_ids>(guard, std::uint64_t{5000}), foreign);
+    }
+    // A second try with a new stream named twice: refused too.
+    fresh.back() = std::make_unique<stream>(7);
+    ptrs.back() = fresh.back().get();
+    EXPECT_FALSE(t.replace_with_children(*v1, v2, ptrs));
+    EXPECT_EQ(v1->streams.size(), 2000u);
+  }
+  CF::reset();
+
+  // Accepted: 1,999 streams keep their keys, stream 1999 goes, stream 3000 comes.
+  auto* v2 = new session(1);
+  std::vector<stream*> fresh;
+  for (std::uint64_t k = 0; k < 1999; ++k) fresh.push_back(new stream(k));
+  fresh.push_back(new stream(3000));
+  v2->alive_streams = 2000;
+  const replace_result r = t.replace_with_children(*v1, *v2, fresh);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r.swapped, 1999u);
+  EXPECT_EQ(r.added, 1u);
+  EXPECT_EQ(r.stats.grace_periods, 2u);
+  EXPECT_EQ(CF::synchronizes(), 2u);
+  EXPECT_EQ(r.stats.objects, 2001u) << "the old session and its 2,000 streams";
+  EXPECT_EQ(g_order.parent_before_child.load(), 0);
+  EXPECT_EQ(v2->streams.size(), 2000u);
+  {
+    read_guard<flavor::memb> guard;
+    EXPECT_EQ(t.find<session_ids>(guard, std::uint64_t{1}), v2);
+    EXPECT_EQ(t.find<stream_ids>(guard, std::uint64_t{0}), fresh[0]);
+    EXPECT_EQ(t.find<stream_ids>(guard, std::uint64_t{1999}), nullptr);
+    EXPECT_EQ(t.find<stream_ids>(guard, std::uint64_t{3000}), fresh.back());
+  }
+  const std::vector<session*> rest{v2, other};
+  EXPECT_EQ(t.unregister_many(rest).objects, 2u + 2000u + 1u);
+}
+
+/// Poisons at destroy; the test frees after the readers stop.
+struct graveyard {
+  std::vector<std::unique_ptr<session>> sessions;
+  std::vector<std::unique_ptr<stream>> streams;
+};
+inline graveyard* g_graveyard = nullptr;
+struct poisoned_sessions : indexed<session, session_ids>, owning<&session::streams> {
+  void destroy(session* s) noexcept {
+    s->poison.store(kPoison);
+    g_graveyard->sessions.emplace_back(s);  // reserved by the test: no allocation here
+  }
+};
+struct poisoned_streams : indexed<stream, stream_ids> {
+  void destroy(stream* st) noexcept {
+    if (st->owner.parent()->poison.load() != kAlive) g_order.parent_before_child.fetch_add(1);
+    st->poison.store(kPoison);
+    g_graveyard->streams.emplace_back(st);
+  }
+};
+
+TEST(owned_replace, readers_always_find_a_live_session_and_live_streams) {
+  // 2 readers look up the session and its streams (and each stream's parent) continuously while
+  // 20 bulk replaces of the session and its 2,000 streams run with real memb grace periods: 0
+  // misses, 0 destroyed objects seen, 2 GPs per replace.
+  constexpr int kReplaces = 20;
+  constexpr std::uint64_t kStreams = 2000;
+  watchdog dog(std::chrono::seconds(120), "bulk replace under readers");
+  thread_registration<flavor::memb> self;
+  grace_domain<flavor::memb> domain;
+  basic_registry<flavor::memb, std::mutex, poisoned_sessions, poisoned_streams> t(domain);
+  graveyard dead;
+  dead.sessions.reserve(kReplaces + 1);
+  dead.streams.reserve((kReplaces + 1) * kStreams);
+  g_graveyard = &dead;
+  g_order.parent_before_child = 0;
+  auto make = [&](int round, std::vector<stream*>& out) {
+    auto* s = new session(1);
+    out.clear();
+    for (std::uint64_t k = 0; k + 1 < kStreams; ++k) out.push_back(new stream(k));  // shared keys
+    out.push_back(new stream(100'000 + static_cast<std::uint64_t>(round)));         // one of its own
+    return s;
+  };
+  std::vector<stream*> fresh;
+  session* current = make(0, fresh);
+  ASSERT_TRUE(t.add(*current));
+  for (stream* st : fresh) {
+    st->owner.set_parent(*current);
+    ASSERT_TRUE(t.add(*st));
+  }
+  std::atomic<bool> stop{false};
+  std::atomic<long> lookups{0}, misses{0}, poisoned{0};
+  std::latch readers_ready(2);
+  std::vector<std::thread> readers;
+  for (int r = 0; r < 2; ++r) {
+    readers.emplace_back([&, r] {
+      thread_registration<flavor::memb> reg_thread;
+      readers_ready.count_down();
+      for (std::uint64_t i = static_cast<std::uint64_t>(r) * 997; !stop.load(std::memory_order_acquire); ++i) {
+        read_guard<flavor::memb> guard;
+        const session* s = t.find<session_ids>(guard, std::uint64_t{1});
+        const stream* st = t.find<stream_ids>(guard, i % (kStreams - 1));
+        lookups.fetch_add(1, std::memory_order_relaxed);
+        if (s == nullptr || st == nullptr) misses.fetch_add(1);
+        if ((s && s->poison.load() != kAlive) || (st && st->poison.load() != kAlive) ||
+            (st && st->owner.parent()->poison.load() != kAlive))
+          poisoned.fetch_add(1);
+      }
+    });
+  }
+  readers_ready.wait();
+  int wrong_gps = 0;
+  for (int round = 1; round <= kReplaces; ++round) {
+    session* next = make(round, fresh);
+    const replace_result r = t.replace_with_children(*current, *next, fresh);
+    ASSERT_TRUE(r);
+    if (r.stats.grace_periods != 2) ++wrong_gps;
+    current = next;
+  }
+  stop = true;
+  for (auto& th : readers) th.join();
+  EXPECT_GT(lookups.load(), 0);
+  EXPECT_EQ(misses.load(), 0);
+  EXPECT_EQ(poisoned.load(), 0);
+  EXPECT_EQ(wrong_gps, 0);
+  EXPECT_EQ(g_order.parent_before_child.load(), 0);
+  EXPECT_EQ(dead.sessions.size(), static_cast<std::size_t>(kReplaces));
+  EXPECT_EQ(dead.streams.size(), kReplaces * kStreams);
+  EXPECT_EQ(t.unregister(*current).objects, 1 + kStreams);
+  g_graveyard = nullptr;
 }
 
 }  // namespace

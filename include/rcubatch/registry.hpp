@@ -83,6 +83,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "rcubatch/fwd.hpp"
 #include "rcubatch/detail/writer_lock.hpp"
@@ -117,6 +118,16 @@ struct unregister_result {
   std::size_t missed = 0;        ///< keys not found, objects already going away, keys named twice
   batch_stats stats{};           ///< the batch's (all zeros when nothing was queued: no grace period)
   explicit operator bool() const noexcept { return status == unregister_status::unregistered; }
+};
+
+/// What replace_with_children returns.
+struct replace_result {
+  bool replaced = false;     ///< false: refused (a duplicate key, a refused publish): nothing changed
+  std::size_t swapped = 0;   ///< new children that took the place of an old child with the same keys
+  std::size_t added = 0;     ///< new children with keys the old version did not have
+  batch_stats stats{};       ///< the teardown batch's (the old parent and every old child)
+  /// True when replaced.
+  explicit operator bool() const noexcept { return replaced; }
 };
 
 /// How a registry runs its batches.
@@ -629,6 +640,46 @@ class basic_registry {
     return st;
   }
 
+  /// Bulk replace (reload a container): new_parent and new_children take the place of old_parent
+  /// and its owned children in one critical section of the writer lock. new_parent replaces
+  /// old_parent in every index (as replace); each new child whose key (in its policy's first index)
+  /// is an old child's replaces it in every index, atomically; the others are published; all are
+  /// marked registered and linked into new_parent's list. The old parent, the replaced children and
+  /// the old children left in its list are then torn down in one batch (≤ 2 grace periods; children
+  /// destroyed before their parent). Readers find old or new for every key both versions have,
+  /// never neither and never a freed object.
+  /// All or nothing: a duplicate key (a new child's key held by an object that is not an old child,
+  /// or by two new children) or a refused publish undoes every change, in reverse, waits one grace
+  /// period if anything new was visible, and returns replaced == false: the old version stays in
+  /// place, nothing new is published, and the caller may free the new objects.
+  /// Requires: Parent's policy owns C through owning<> (a compile error otherwise); old_parent is
+  /// registered here and in no queue; new_parent and every new child freshly constructed; each new
+  /// child's owner_hook names new_parent or nothing (then it is set to new_parent); new_parent has
+  /// old_parent's keys; the policies have replace (indexed has it); C's first index has key_of and
+  /// find_locked (lfht_index). Outside read-side sections.
+  /// Misuse (nothing changed): new objects not fresh (register_twice), old_parent not registered /
+  /// going away / in another registry (as unregister), a child naming another parent
+  /// (std::invalid_argument), read section, the lock's holder.
+  /// Throws: misuse_error as above; std::invalid_argument (a parent's key differs, a child names
+  /// another parent, a matched child's other key differs: all after undoing); std::bad_alloc
+  /// (nothing changed). Complexity: O(children) lookups and links, plus the batch.
+  /// Blocking: the writer lock, the batch (as unregister), one grace period on refusal.
+  template <class Parent, class Range>
+  replace_result replace_with_children(Parent& old_parent, Parent& new_parent, Range&& new_children) {
+    constexpr std::size_t kp = slot_of<Parent>();
+    using P = object_at<kp>;
+    using C = std::remove_pointer_t<std::remove_cvref_t<decltype(*std::begin(new_children))>>;
+    constexpr std::size_t kc = slot_of<C>();
+    using Rel = owner_of<object_at<kc>>;
+    static_assert(!std::is_void_v<Rel>, "rcubatch::registry::replace_with_children: the children's type is not owned "
+                                        "(no policy declares owning<&Parent::list> for it)");
+    if constexpr (!std::is_void_v<Rel>) {
+      static_assert(std::is_same_v<typename Rel::parent_type, P>,
+                    "rcubatch::registry::replace_with_children: the children's owner type is not the parent's type");
+      return replace_family<kp, kc, Rel>(static_cast<P&>(old_parent), static_cast<P&>(new_parent), new_children);
+    }
+  }
+
   /// Requires: fn is callable as fn(queues&) (a generic lambda, or a function taking one
   /// unreg_queue<T>&); outside read-side sections.
   /// Effects: under the writer lock, calls fn to fill the queues (the kernel's dellink), then
@@ -785,6 +836,125 @@ class basic_registry {
     const auto lock = detail::writer_lock_ref::make<detail::thread_flavors_t<Flavor, Policies...>>(
         mutex_, detail::lock_release_for(options_.unlock_during_waits, options_.hold_lock_through_drain));
     return detail::run_specs(*domain_, options_.rollback, lock, std::get<K>(lanes)...);
+  }
+
+  /// replace_with_children's body (see there). One pass applies, remembering each change; a
+  /// refusal or an exception undoes them in reverse (each index operation undone by its inverse),
+  /// so nothing is left half-published; on success the old version goes through the one teardown
+  /// path (run: rollback_many), its objects marked unlisted-early (the swaps unlisted them).
+  template <std::size_t kp, std::size_t kc, class Rel, class Range>
+  replace_result replace_family(object_at<kp>& old_p, object_at<kp>& new_p, Range& new_children) {
+    using P = object_at<kp>;
+    using C = object_at<kc>;
+    auto& pp = std::get<kp>(policies_);
+    auto& cp = std::get<kc>(policies_);
+    using first_index = std::tuple_element_t<0, typename std::remove_cvref_t<decltype(cp)>::index_types>;
+    replace_result result;
+    if (!outside_read_section("replace_with_children") || !lock_not_held("registry::replace_with_children")) {
+      result.stats.refused = true;
+      return result;
+    }
+    std::vector<C*> fresh;  // the new children, then: [0, swapped) replaced an old one, (paired below)
+    for (auto&& element : new_children) {
+      if constexpr (std::is_pointer_v<std::remove_cvref_t<decltype(element)>>) {
+        if (element == nullptr) throw std::invalid_argument("rcubatch::registry::replace_with_children: a null pointer");
+        fresh.push_back(static_cast<C*>(element));
+      } else {
+        fresh.push_back(static_cast<C*>(&element));
+      }
+    }
+    std::vector<C*> replaced_old(fresh.size(), nullptr);  // per new child: the old one it replaced
+    std::scoped_lock lock(mutex_);
+    queues q(*this);
+    auto not_fresh = [](const detail::registrable_base& o, const char* what) {
+      detail::diag_text msg("registry::replace_with_children: ");
+      msg += what;
+      msg += " is ";
+      msg += to_string(o.state());
+      msg += "; it must be freshly constructed (nothing was changed)";
+      detail::diagnose(misuse_kind::register_twice, msg.view());
+    };
+    if (new_p.state() != reg_state::uninitialized) {
+      not_fresh(new_p, "the new parent");
+      result.stats.refused = true;
+      return result;
+    }
+    for (C* c : fresh) {
+      if (c->state() != reg_state::uninitialized || Rel::hook_of(*c).is_linked()) {
+        not_fresh(*c, "a new child");
+        result.stats.refused = true;
+        return result;
+      }
+      P* named = Rel::hook_of(*c).parent();
+      if (named != nullptr && named != &new_p)
+        throw std::invalid_argument("rcubatch::registry::replace_with_children: a new child's owner_hook names another "
+                                    "parent than the new one (nothing was changed)");
+    }
+    if (!q.push(old_p)) {  // not registered here, going away, in a queue: diagnosed by push
+      result.stats.refused = true;
+      return result;
+    }
+    // --- apply, remembering how far: undo() takes back exactly what was done ---
+    bool parent_swapped = false;
+    std::size_t applied = 0;  // new children handled (replaced an old one, or published)
+    bool exposed = false;
+    auto undo = [&]() noexcept {
+      while (applied > 0) {
+        --applied;
+        C& c = *fresh[applied];
+        if (C* old_c = replaced_old[applied]) {
+          cp.replace(c, *old_c);  // back in place (its keys are c's: cannot differ)
+          detail::registrable_access::set_unlisted_early(*old_c, false);
+        } else {
+          cp.unlist(c);
+        }
+      }
+      if (parent_swapped) pp.replace(new_p, old_p);
+      if (exposed) domain_->synchronize();  // readers may have found a new object: the caller frees them
+    };
+    try {
+      pp.replace(old_p, new_p);  // throws with nothing changed
+      parent_swapped = exposed = true;
+      auto& index0 = cp.template index<first_index>();
+      for (; applied < fresh.size(); ++applied) {
+        C& c = *fresh[applied];
+        if (Rel::hook_of(c).parent() == nullptr) Rel::hook_of(c).set_parent(new_p);
+        C* existing = index0.find_locked(index0.key_of(c));
+        if (existing != nullptr) {
+          const bool old_child = Rel::hook_of(*existing).is_linked() && Rel::hook_of(*existing).parent() == &old_p &&
+                                 !detail::registrable_access::unlisted_early(*existing);
+          if (!old_child) break;  // the key is another object's (or a new child's): a duplicate
+          cp.replace(*existing, c);  // all or nothing; throws with this pair unchanged
+          detail::registrable_access::set_unlisted_early(*existing, true);  // also marks it paired
+          replaced_old[applied] = existing;
+          ++result.swapped;
+        } else {
+          const publish_result r = detail::to_publish_result(cp.publish(c));
+          if (r != publish_result::published) break;  // undone by the policy itself
+          ++result.added;
+        }
+      }
+    } catch (...) {
+      undo();
+      throw;
+    }
+    if (applied < fresh.size()) {  // refused: a duplicate key, or a refused publish
+      undo();
+      q.of<P>().clear();
+      result.swapped = result.added = 0;
+      return result;
+    }
+    // --- nothing below fails ---
+    new_p.mark_registered();
+    detail::registrable_access::set_unlisted_early(old_p, true);  // its batch skips the unlist
+    for (std::size_t i = 0; i < fresh.size(); ++i) {
+      fresh[i]->mark_registered();
+      detail::link_to_owner<Rel>(*fresh[i]);
+      if (C* old_c = replaced_old[i]) q.template of<C>().push(*old_c);  // unlisted: the queue's own push
+    }
+    result.replaced = true;
+    result.stats = run(q, std::index_sequence_for<Policies...>{});
+    return result;
   }
 
   template <class>
