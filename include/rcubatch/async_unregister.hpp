@@ -74,6 +74,10 @@
 // request's batch; a log2 histogram with 8 sub-buckets per octave: within 12.5 %), pending
 // count/bytes now and their high-water marks, submitters blocked by the budget, refusals.
 //
+// try_submit(obj) and try_submit<Index>(key): the same, for requests that may race another
+// thread's delete of the same object: a lost race is a result (already_unregistering, not_found),
+// not misuse; by key, the lookup happens under the writer lock, so nobody touches freed memory.
+//
 // Tickets complete in submit order (a batch takes every request pending when it starts).
 // Ordering: everything a submitter did before submit(obj) happens-before obj's destroy; obj's
 // destroy happens-before the return of wait/poll == true/drain for its ticket.

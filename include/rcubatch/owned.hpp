@@ -16,7 +16,7 @@
 //   table.add(*st);                                 // linked into s->streams under the writer lock
 //   table.unregister(*st);                          // alone: unlinked from s->streams
 //   table.unregister(*s);                           // s and every stream still in its list
-//   (compiled in tests/owned_test.cpp)
+//   (the same declarations run in examples/sessions/sessions_server.cpp and tests/owned_test.cpp)
 //
 // Why the library keeps it: a `std::vector<child*>` filled before add dangles as soon as a child
 // can be deleted alone, and the parent's hand-written notify that queues the children is

@@ -69,6 +69,10 @@
 // already ended is a use of freed memory, like any use of a freed object: the library cannot see
 // it. When two threads may race to delete the same object, delete by key (try_unregister<Index>(key):
 // the lookup happens under the writer lock, and a lost race is a result, not misuse).
+// Owned children (owned.hpp: owning<&Parent::list> on the parent's policy): add links a child into
+// the list of the parent its owner_hook names, its unlist takes it out, and the parent's batch
+// queues the children left (any depth, the same ≤ 2 grace periods); replace_with_children reloads
+// a parent and its children in one critical section, all or nothing.
 #pragma once
 
 #include <array>
