@@ -1057,12 +1057,12 @@ struct poisoning_pitems : indexed<pitem, pitem_by_id> {
 // --- try_submit: a lost race is a result (issue 23) ----------------------------------------------
 
 TEST_F(async_counting, try_submit_tells_a_lost_race_from_misuse) {
-  ledger book(8);
-  g_ledger = &book;
   one_gp_registry reg;
-  async_unregister reclaimer(reg, manual());
+  ledger book(8);
   item* a = add_item(reg, 1);
   add_item(reg, 2);
+  g_ledger = &book;
+  async_unregister reclaimer(reg, manual());
   const submit_result first = reclaimer.try_submit(*a);
   ASSERT_TRUE(first);
   EXPECT_TRUE(first.ticket);

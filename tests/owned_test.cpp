@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "support/counting.hpp"
+#include "support/checking_readers.hpp"
 #include "support/misuse_capture.hpp"
 #include "support/objects.hpp"
 #include "support/watchdog.hpp"
@@ -382,27 +383,13 @@ TEST(owned_replace, readers_always_find_a_live_session_and_live_streams) {
     st->owner.set_parent(*current);
     ASSERT_TRUE(t.add(*st));
   }
-  std::atomic<bool> stop{false};
-  std::atomic<long> lookups{0}, misses{0}, poisoned{0};
-  std::latch readers_ready(2);
-  std::vector<std::thread> readers;
-  for (int r = 0; r < 2; ++r) {
-    readers.emplace_back([&, r] {
-      thread_registration<flavor::memb> reg_thread;
-      readers_ready.count_down();
-      for (std::uint64_t i = static_cast<std::uint64_t>(r) * 997; !stop.load(std::memory_order_acquire); ++i) {
-        read_guard<flavor::memb> guard;
-        const session* s = t.find<session_ids>(guard, std::uint64_t{1});
-        const stream* st = t.find<stream_ids>(guard, i % (kStreams - 1));
-        lookups.fetch_add(1, std::memory_order_relaxed);
-        if (s == nullptr || st == nullptr) misses.fetch_add(1);
-        if ((s && s->poison.load() != kAlive) || (st && st->poison.load() != kAlive) ||
-            (st && st->owner.parent()->poison.load() != kAlive))
-          poisoned.fetch_add(1);
-      }
-    });
-  }
-  readers_ready.wait();
+  checking_readers<flavor::memb> readers(2, [&](std::uint64_t i, const read_guard<flavor::memb>& guard) {
+    const session* s = t.find<session_ids>(guard, std::uint64_t{1});
+    const stream* st = t.find<stream_ids>(guard, i % (kStreams - 1));
+    return lookup_outcome{.missed = s == nullptr || st == nullptr,
+                          .poisoned = (s && s->poison.load() != kAlive) || (st && st->poison.load() != kAlive) ||
+                                      (st && st->owner.parent()->poison.load() != kAlive)};
+  });
   int wrong_gps = 0;
   for (int round = 1; round <= kReplaces; ++round) {
     session* next = make(round, fresh);
@@ -411,11 +398,10 @@ TEST(owned_replace, readers_always_find_a_live_session_and_live_streams) {
     if (r.stats.grace_periods != 2) ++wrong_gps;
     current = next;
   }
-  stop = true;
-  for (auto& th : readers) th.join();
-  EXPECT_GT(lookups.load(), 0);
-  EXPECT_EQ(misses.load(), 0);
-  EXPECT_EQ(poisoned.load(), 0);
+  const lookup_tally seen = readers.stop();
+  EXPECT_GT(seen.lookups, 0);
+  EXPECT_EQ(seen.misses, 0);
+  EXPECT_EQ(seen.poisoned, 0);
   EXPECT_EQ(wrong_gps, 0);
   EXPECT_EQ(g_order.parent_before_child.load(), 0);
   EXPECT_EQ(dead.sessions.size(), static_cast<std::size_t>(kReplaces));

@@ -164,18 +164,13 @@ struct owning {
 };
 
 namespace detail {
-/// P::owned_lists, or no relation.
+/// P::owned_lists, or no relation (overload resolution picks the first when P has it).
 template <class P>
-struct owned_lists_of {
-  using type = std::tuple<>;
-};
+auto owned_lists_or_none(int) -> typename P::owned_lists;
 template <class P>
-  requires requires { typename P::owned_lists; }
-struct owned_lists_of<P> {
-  using type = typename P::owned_lists;
-};
+auto owned_lists_or_none(long) -> std::tuple<>;
 template <class P>
-using owned_lists_t = typename owned_lists_of<std::remove_cv_t<P>>::type;
+using owned_lists_t = decltype(owned_lists_or_none<std::remove_cv_t<P>>(0));
 
 template <class P>
 inline constexpr bool has_owned_lists = std::tuple_size_v<owned_lists_t<P>> != 0;
