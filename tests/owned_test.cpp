@@ -258,6 +258,20 @@ TEST_F(owned, a_child_whose_parent_was_never_added_is_refused_with_nothing_publi
 }
 
 
+TEST_F(owned, a_child_replaced_alone_takes_its_place_in_the_parents_list) {
+  table t;
+  session* s = open(t, 1, 2);
+  stream* old_child = &*s->streams.begin();
+  auto* new_child = new stream(old_child->id);  // names no parent: it takes the old one's
+  EXPECT_EQ(t.replace(*old_child, *new_child).objects, 1u);
+  EXPECT_EQ(new_child->owner.parent(), s);
+  EXPECT_EQ(s->streams.size(), 2u);
+  ++s->alive_streams;  // the new stream's destroy counts down too
+  EXPECT_EQ(t.unregister(*s).objects, 3u) << "the session and both streams, the new one included";
+  EXPECT_EQ(g_order.parent_before_child.load(), 0);
+  EXPECT_TRUE(t.index<stream_ids>().empty());
+}
+
 // --- bulk replace: a container and its children (issue 23) ---------------------------------------
 
 TEST_F(owned, replacing_a_session_with_2000_streams_costs_two_gps_and_refusal_changes_nothing) {

@@ -2,21 +2,28 @@
 //
 //   struct session;
 //   struct stream : rcubatch::registrable<stream> {
-//     rcubatch::owner_hook<session> owner;                       // names its session
+//     std::uint64_t id;
+//     rcubatch::lfht_hook<stream> by_id;
+//     rcubatch::owner_hook<session> owner;                    // names its session
 //   };
 //   struct session : rcubatch::registrable<session> {
-//     rcubatch::owned_list<stream, &stream::owner> streams;      // kept by the library
+//     std::uint64_t id;
+//     rcubatch::lfht_hook<session> by_id;
+//     rcubatch::owned_list<stream, &stream::owner> streams;   // kept by the library
 //   };
+//   using session_ids = rcubatch::lfht_index<session, &session::by_id, rcubatch::key_member<&session::id>>;
+//   using stream_ids = rcubatch::lfht_index<stream, &stream::by_id, rcubatch::key_member<&stream::id>>;
 //   struct session_policy : rcubatch::indexed<session, session_ids>, rcubatch::owning<&session::streams> {};
-//   rcubatch::registry<session_policy, rcubatch::indexed<stream, stream_ids>> table;
+//   (compiled in tests/header_examples_test.cpp)
 //
-//   table.add(*s);                                  // the parent first
-//   auto* st = new stream;
-//   st->owner.set_parent(*s);                       // or owner_hook's constructor
-//   table.add(*st);                                 // linked into s->streams under the writer lock
-//   table.unregister(*st);                          // alone: unlinked from s->streams
-//   table.unregister(*s);                           // s and every stream still in its list
-//   (the same declarations run in examples/sessions/sessions_server.cpp and tests/owned_test.cpp)
+//   rcubatch::registry<session_policy, rcubatch::indexed<stream, stream_ids>> table;
+//   table.add(*s);                      // the parent first
+//   st->owner.set_parent(*s);           // (or owner_hook's constructor)
+//   table.add(*st);                     // linked into s->streams under the writer lock
+//   table.add(*st2);                    // st2 names s too
+//   table.unregister(*st);              // alone: it leaves s->streams
+//   table.unregister(*s);               // s and st2 (destroyed first), ≤ 2 grace periods
+//   (compiled in tests/header_examples_test.cpp)
 //
 // Why the library keeps it: a `std::vector<child*>` filled before add dangles as soon as a child
 // can be deleted alone, and the parent's hand-written notify that queues the children is
@@ -62,7 +69,7 @@ template <class Parent>
 class owner_hook
     : public boost::intrusive::list_member_hook<boost::intrusive::link_mode<boost::intrusive::safe_link>> {
  public:
-  using parent_type = Parent;
+  using parent_type = Parent;  ///< the type of the parent it names
 
   /// Effects: names no parent yet (set_parent before add). Throws: nothing.
   owner_hook() noexcept = default;
@@ -114,13 +121,15 @@ class owned_list {
                 "rcubatch::owned_list<Child, Hook>: Hook must be a member `owner_hook<Parent> Child::*` of Child");
 
  public:
-  using child_type = Child;
-  using parent_type = typename traits::parent_type;
+  using child_type = Child;                             ///< the children's type
+  using parent_type = typename traits::parent_type;     ///< the type of the object holding this list
+  /// The Boost.Intrusive list underneath (writer-side; the library alone links and unlinks).
   using list_type = boost::intrusive::list<Child, boost::intrusive::member_hook<Child, owner_hook<parent_type>, Hook>,
                                            boost::intrusive::constant_time_size<true>>;
-  using iterator = typename list_type::iterator;
-  using const_iterator = typename list_type::const_iterator;
+  using iterator = typename list_type::iterator;              ///< yields Child&
+  using const_iterator = typename list_type::const_iterator;  ///< yields const Child&
 
+  /// Effects: no children. Throws: nothing.
   owned_list() = default;
   owned_list(const owned_list&) = delete;
   owned_list& operator=(const owned_list&) = delete;
@@ -129,10 +138,15 @@ class owned_list {
   /// only: an iterator cannot link or unlink). Requires: the writer lock, or no concurrent
   /// writer. Throws: nothing. Complexity: O(1).
   iterator begin() noexcept { return list_.begin(); }
+  /// Effects: the end of the children. Requires, Throws, Complexity: as begin.
   iterator end() noexcept { return list_.end(); }
+  /// Effects: as begin, read-only. Requires, Throws, Complexity: as begin.
   const_iterator begin() const noexcept { return list_.begin(); }
+  /// Effects: as end, read-only. Requires, Throws, Complexity: as begin.
   const_iterator end() const noexcept { return list_.end(); }
+  /// Effects: how many children are linked. Requires: as begin. Throws: nothing. Complexity: O(1).
   std::size_t size() const noexcept { return list_.size(); }
+  /// Effects: whether no child is linked. Requires: as begin. Throws: nothing. Complexity: O(1).
   bool empty() const noexcept { return list_.empty(); }
 
  private:
@@ -160,6 +174,7 @@ struct owned_relation<List> {
 template <auto... Lists>
 struct owning {
   static_assert(sizeof...(Lists) >= 1, "rcubatch::owning<&Parent::list, ...>: name at least one owned_list member");
+  /// The relations, one per list named: what rollback_many and the registry read.
   using owned_lists = std::tuple<detail::owned_relation<Lists>...>;
 };
 

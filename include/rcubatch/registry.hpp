@@ -609,6 +609,9 @@ class basic_registry {
   /// skipped: the replace unlinked it; its cascades, GPs and drain as usual).
   /// Requires: old_obj registered in this registry; new_obj freshly constructed, with old_obj's keys
   /// in every index; the policy has `replace(T& old, T& new)` (indexed has it: all or nothing).
+  /// Owned children (owned.hpp): an owned new_obj whose owner_hook names nothing takes old_obj's
+  /// parent, and is linked into that parent's list (refused, nothing changed, if that parent is
+  /// going away); old_obj's own children go with it (replace_with_children brings new ones).
   /// Returns: the teardown batch's stats (stats.refused when refused under report).
   /// Misuse (nothing changed): new_obj not freshly constructed (register_twice), old_obj not
   /// registered / in a batch / in another registry (as unregister), read section, the lock's holder.
@@ -632,11 +635,21 @@ class basic_registry {
         refused = true;
         return;
       }
+      if constexpr (!std::is_void_v<owner_of<T>>) {  // an owned child: n takes o's place in the list too
+        auto& hook = owner_of<T>::hook_of(n);
+        if (hook.parent() == nullptr && owner_of<T>::hook_of(o).is_linked())
+          hook.set_parent(*owner_of<T>::hook_of(o).parent());
+        if (!owner_accepts<owner_of<T>>(n, "registry::replace")) {
+          refused = true;
+          return;
+        }
+      }
       if (!q.push(o)) {  // not registered here, going away, in a queue: diagnosed by push
         refused = true;
         return;
       }
       std::get<k>(policies_).replace(o, n);  // throws with nothing changed; the queues are dropped
+      if constexpr (!std::is_void_v<owner_of<T>>) detail::link_to_owner<owner_of<T>>(n);
       n.mark_registered();                   // cannot fail: uninitialized, checked under this lock
       detail::registrable_access::set_unlisted_early(o, true);  // its batch skips the unlist
     });
