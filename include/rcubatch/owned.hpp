@@ -247,6 +247,10 @@ void unlink_from_owner(typename Rel::child_type& c) noexcept {
   list.erase(list.iterator_to(c));
   registrable_base& parent = base_of(*p);
   std::atomic<registrable_base*>& edge = registrable_access::parent(base_of(c));
+  // Edges are recorded under the writer lock (batch::queue runs in notify), and c's release,
+  // which alone replaces its edge, comes after this unlist: a relaxed look is exact here, and
+  // spares the hold and put of the common case (a child its parent's notify queued).
+  if (edge.load(std::memory_order_relaxed) != nullptr) return;
   parent.refs().hold();
   registrable_base* expected = nullptr;
   if (!edge.compare_exchange_strong(expected, &parent, std::memory_order_acq_rel))
