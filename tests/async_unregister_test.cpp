@@ -1085,6 +1085,37 @@ TEST_F(async_counting, try_submit_tells_a_lost_race_from_misuse) {
   EXPECT_EQ(reclaimer.stats().pending_bytes, 0u);
 }
 
+TEST_F(async_counting, try_submit_by_key_looks_again_after_waiting_for_the_budget) {
+  // try_submit<by_id>(2) finds item 2, then blocks on the budget (outside the writer lock);
+  // meanwhile another thread deletes item 2 through the registry and it is freed. When the
+  // budget lets the submitter in, it must look the key up again under the lock: not_found, and
+  // no use of the freed item (a stale pointer from the first look would be one: ASan).
+  watchdog dog(std::chrono::seconds(30), "try_submit by key across a budget wait");
+  ledger book(4);
+  g_ledger = &book;
+  one_gp_registry reg;
+  async_unregister reclaimer(reg, async_options{.max_age = std::chrono::microseconds(0),
+                                                .budget_bytes = sizeof(item)});  // one request at a time
+  item* first = add_item(reg, 1);
+  add_item(reg, 2);
+  first->refs().hold();  // its batch waits in the drain, holding the budget, until put
+  ASSERT_TRUE(reclaimer.submit(*first));
+  while (first->state() != reg_state::unregistered) std::this_thread::yield();  // the batch drains
+  submit_result late;
+  std::thread submitter([&] {
+    thread_registration<flavor::memb> r;
+    late = reclaimer.try_submit<by_id>(2);
+  });
+  while (reclaimer.stats().blocked_now != 1) std::this_thread::yield();  // past its first look
+  EXPECT_TRUE(reg.try_unregister<by_id>(2)) << "the writer lock is free during the other batch's drain";
+  EXPECT_EQ(book.destroyed[2].load(), 1);
+  first->refs().put();  // that batch ends, the budget lets the submitter in
+  submitter.join();
+  EXPECT_EQ(late.status, unregister_status::not_found);
+  reclaimer.drain();
+  EXPECT_EQ(book.total_destroyed(), 2);
+}
+
 TEST(async_race, two_threads_submitting_and_deleting_the_same_key_exactly_one_wins) {
   // 10,000 keys; two threads walk them in the same order, one submitting each key to the
   // reclaimer (try_submit by key), the other deleting it through the registry (try_unregister by
