@@ -1072,6 +1072,119 @@ struct poisoning_pitems : indexed<pitem, pitem_by_id> {
   }
 };
 
+// --- try_submit: a lost race is a result (issue 23) ----------------------------------------------
+
+TEST_F(async_counting, try_submit_tells_a_lost_race_from_misuse) {
+  one_gp_registry reg;
+  ledger book(8);
+  item* a = add_item(reg, 1);
+  add_item(reg, 2);
+  g_ledger = &book;
+  async_unregister reclaimer(reg, manual());
+  const submit_result first = reclaimer.try_submit(*a);
+  ASSERT_TRUE(first);
+  EXPECT_TRUE(first.ticket);
+  const submit_result again = reclaimer.try_submit(*a);  // submitted, its batch not run: no exception
+  EXPECT_EQ(again.status, unregister_status::already_unregistering);
+  EXPECT_FALSE(again.ticket);
+  EXPECT_EQ(reclaimer.try_submit<by_id>(1).status, unregister_status::not_found) << "unlisted at submit";
+  const submit_result by_key = reclaimer.try_submit<by_id>(2);
+  ASSERT_TRUE(by_key);
+  EXPECT_FALSE(findable(reg, 2));
+  EXPECT_EQ(reclaimer.try_submit<by_id>(7).status, unregister_status::not_found);
+  EXPECT_EQ(reclaimer.stats().submitted, 2u);
+  EXPECT_EQ(reclaimer.stats().pending_bytes, 2 * sizeof(item)) << "a lost race charges nothing";
+  reclaimer.wait(by_key.ticket);
+  EXPECT_EQ(book.destroyed[1].load(), 1);
+  EXPECT_EQ(book.destroyed[2].load(), 1);
+  // Misuse stays misuse: an object never registered.
+  item stranger(5);
+  EXPECT_THROW(reclaimer.try_submit(stranger), misuse_error);
+  EXPECT_EQ(reclaimer.stats().pending_bytes, 0u);
+}
+
+TEST_F(async_counting, try_submit_by_key_looks_again_after_waiting_for_the_budget) {
+  // try_submit<by_id>(2) finds item 2, then blocks on the budget (outside the writer lock);
+  // meanwhile another thread deletes item 2 through the registry and it is freed. When the
+  // budget lets the submitter in, it must look the key up again under the lock: not_found, and
+  // no use of the freed item (a stale pointer from the first look would be one: ASan).
+  watchdog dog(std::chrono::seconds(30), "try_submit by key across a budget wait");
+  ledger book(4);
+  g_ledger = &book;
+  one_gp_registry reg;
+  async_unregister reclaimer(reg, async_options{.max_age = std::chrono::microseconds(0),
+                                                .budget_bytes = sizeof(item)});  // one request at a time
+  item* first = add_item(reg, 1);
+  add_item(reg, 2);
+  first->refs().hold();  // its batch waits in the drain, holding the budget, until put
+  ASSERT_TRUE(reclaimer.submit(*first));
+  while (first->state() != reg_state::unregistered) std::this_thread::yield();  // the batch drains
+  submit_result late;
+  std::thread submitter([&] {
+    thread_registration<flavor::memb> r;
+    late = reclaimer.try_submit<by_id>(2);
+  });
+  while (reclaimer.stats().blocked_now != 1) std::this_thread::yield();  // past its first look
+  EXPECT_TRUE(reg.try_unregister<by_id>(2)) << "the writer lock is free during the other batch's drain";
+  EXPECT_EQ(book.destroyed[2].load(), 1);
+  first->refs().put();  // that batch ends, the budget lets the submitter in
+  submitter.join();
+  EXPECT_EQ(late.status, unregister_status::not_found);
+  reclaimer.drain();
+  EXPECT_EQ(book.total_destroyed(), 2);
+}
+
+TEST(async_race, two_threads_submitting_and_deleting_the_same_key_exactly_one_wins) {
+  // 10,000 keys; two threads walk them in the same order, one submitting each key to the
+  // reclaimer (try_submit by key), the other deleting it through the registry (try_unregister by
+  // key) for even keys and submitting it too for odd ones, with real memb grace periods and the
+  // background reclaimer running batches meanwhile. Exactly one winner per key, no exception,
+  // every object destroyed exactly once (ASan: nothing touched after its free).
+  constexpr int kKeys = 10'000;
+  watchdog dog(std::chrono::seconds(120), "two threads submitting and deleting the same keys");
+  thread_registration<flavor::memb> self;
+  grace_domain<flavor::memb> domain;
+  ledger book(kKeys);
+  g_ledger = &book;
+  {
+    basic_registry<flavor::memb, std::mutex, items> reg(domain);
+    async_unregister reclaimer(reg, async_options{.max_age = std::chrono::microseconds(0)});
+    for (int k = 0; k < kKeys; ++k) ASSERT_TRUE(reg.add(*new item(k)));
+    std::vector<std::atomic<int>> wins(kKeys);
+    std::atomic<int> exceptions{0};
+    std::latch start(2);
+    auto run = [&](bool deleter) {
+      thread_registration<flavor::memb> r;
+      start.arrive_and_wait();
+      for (int k = 0; k < kKeys; ++k) {
+        try {
+          bool won = false;
+          if (deleter && k % 2 == 0) {
+            won = static_cast<bool>(reg.try_unregister<by_id>(k));
+          } else {
+            won = static_cast<bool>(reclaimer.try_submit<by_id>(k));
+          }
+          if (won) wins[static_cast<std::size_t>(k)].fetch_add(1);
+        } catch (...) {
+          exceptions.fetch_add(1);
+        }
+      }
+    };
+    std::thread a(run, false), b(run, true);
+    a.join();
+    b.join();
+    reclaimer.drain();
+    int bad = 0;
+    for (int k = 0; k < kKeys; ++k)
+      if (wins[static_cast<std::size_t>(k)].load() != 1 || book.destroyed[static_cast<std::size_t>(k)].load() != 1) ++bad;
+    EXPECT_EQ(bad, 0);
+    EXPECT_EQ(exceptions.load(), 0);
+    EXPECT_EQ(book.total_destroyed(), kKeys);
+    EXPECT_TRUE(reg.index<by_id>().empty());
+  }
+  g_ledger = nullptr;
+}
+
 TEST(async_memb, a_reader_inside_its_section_across_a_batch_never_sees_its_object_destroyed) {
   // The batch may skip grace period #1 only when one that began after the submit has ended: here
   // none could (the reader's section, begun before the submit, holds every GP open), so the batch

@@ -470,6 +470,45 @@ TEST(header_examples, batch) {
 }  // namespace batch_example
 
 // ---- registry.hpp ---------------------------------------------------------------------------
+namespace owned_example {
+struct session;
+struct stream : rcubatch::registrable<stream> {
+  std::uint64_t id;
+  rcubatch::lfht_hook<stream> by_id;
+  rcubatch::owner_hook<session> owner;                    // names its session
+};
+struct session : rcubatch::registrable<session> {
+  std::uint64_t id;
+  rcubatch::lfht_hook<session> by_id;
+  rcubatch::owned_list<stream, &stream::owner> streams;   // kept by the library
+};
+using session_ids = rcubatch::lfht_index<session, &session::by_id, rcubatch::key_member<&session::id>>;
+using stream_ids = rcubatch::lfht_index<stream, &stream::by_id, rcubatch::key_member<&stream::id>>;
+struct session_policy : rcubatch::indexed<session, session_ids>, rcubatch::owning<&session::streams> {};
+
+TEST(header_examples, owned) {
+  rcubatch::thread_registration<> reg;
+  auto* s = new session;
+  s->id = 1;
+  auto* st = new stream;
+  st->id = 10;
+  auto* st2 = new stream;
+  st2->id = 11;
+  st2->owner.set_parent(*s);
+
+  rcubatch::registry<session_policy, rcubatch::indexed<stream, stream_ids>> table;
+  table.add(*s);                      // the parent first
+  st->owner.set_parent(*s);           // (or owner_hook's constructor)
+  table.add(*st);                     // linked into s->streams under the writer lock
+  table.add(*st2);                    // st2 names s too
+  table.unregister(*st);              // alone: it leaves s->streams
+  table.unregister(*s);               // s and st2 (destroyed first), ≤ 2 grace periods
+
+  EXPECT_TRUE(table.index<session_ids>().empty());
+  EXPECT_TRUE(table.index<stream_ids>().empty());
+}
+}  // namespace owned_example
+
 namespace registry_example {
 struct stream : rcubatch::registrable<stream> {
   explicit stream(std::uint64_t i) : id(i) {}

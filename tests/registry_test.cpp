@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "support/cascade.hpp"
+#include "support/checking_readers.hpp"
 #include "support/counting.hpp"
 #include "support/flavors.hpp"
 #include "support/misuse_capture.hpp"
@@ -647,26 +648,13 @@ TEST(registry_replace, readers_always_find_exactly_one_live_version) {
   reg.policy<items_poisoned_at_destroy>().graveyard = &graveyard;
   item* current = new item(7, "cfg");
   ASSERT_TRUE(reg.add(*current));
-  std::atomic<bool> stop{false};
-  std::atomic<long> lookups{0}, misses{0}, poisoned{0};
-  std::latch readers_ready(2);
-  std::vector<std::thread> readers;
-  for (int r = 0; r < 2; ++r) {
-    readers.emplace_back([&] {
-      thread_registration<flavor::memb> reg_thread;
-      readers_ready.count_down();
-      while (!stop.load(std::memory_order_acquire)) {
-        read_guard<flavor::memb> guard;
-        const item* by_key = reg.find<by_id>(guard, 7);
-        const item* by_name_key = reg.find<by_name>(guard, "cfg");
-        lookups.fetch_add(1, std::memory_order_relaxed);
-        if (by_key == nullptr || by_name_key == nullptr) misses.fetch_add(1);
-        if ((by_key && by_key->poison.load() != kAlive) || (by_name_key && by_name_key->poison.load() != kAlive))
-          poisoned.fetch_add(1);
-      }
-    });
-  }
-  readers_ready.wait();
+  checking_readers<flavor::memb> readers(2, [&](std::uint64_t, const read_guard<flavor::memb>& guard) {
+    const item* by_key = reg.find<by_id>(guard, 7);
+    const item* by_name_key = reg.find<by_name>(guard, "cfg");
+    return lookup_outcome{.missed = by_key == nullptr || by_name_key == nullptr,
+                          .poisoned = (by_key && by_key->poison.load() != kAlive) ||
+                                      (by_name_key && by_name_key->poison.load() != kAlive)};
+  });
   unsigned gps = 0;
   for (int i = 0; i < kReplaces; ++i) {
     auto* next = new item(7, "cfg");
@@ -674,11 +662,10 @@ TEST(registry_replace, readers_always_find_exactly_one_live_version) {
     gps += st.grace_periods;
     current = next;
   }
-  stop = true;
-  for (auto& t : readers) t.join();
-  EXPECT_GT(lookups.load(), 0);
-  EXPECT_EQ(misses.load(), 0);
-  EXPECT_EQ(poisoned.load(), 0);
+  const lookup_tally seen = readers.stop();
+  EXPECT_GT(seen.lookups, 0);
+  EXPECT_EQ(seen.misses, 0);
+  EXPECT_EQ(seen.poisoned, 0);
   EXPECT_EQ(gps, static_cast<unsigned>(kReplaces)) << "one GP per replace (no uninit)";
   EXPECT_EQ(graveyard.size(), static_cast<std::size_t>(kReplaces));
   EXPECT_EQ(reg.unregister(*current).objects, 1u);

@@ -74,6 +74,10 @@
 // request's batch; a log2 histogram with 8 sub-buckets per octave: within 12.5 %), pending
 // count/bytes now and their high-water marks, submitters blocked by the budget, refusals.
 //
+// try_submit(obj) and try_submit<Index>(key): the same, for requests that may race another
+// thread's delete of the same object: a lost race is a result (already_unregistering, not_found),
+// not misuse; by key, the lookup happens under the writer lock, so nobody touches freed memory.
+//
 // Tickets complete in submit order (a batch takes every request pending when it starts).
 // Ordering: everything a submitter did before submit(obj) happens-before obj's destroy; obj's
 // destroy happens-before the return of wait/poll == true/drain for its ticket.
@@ -195,6 +199,16 @@ class unregister_ticket {
   std::uint64_t owner_ = 0;
 };
 
+/// What try_submit returns. A lost race is a result, not misuse.
+struct submit_result {
+  /// unregistered: submitted (ticket set); not_found (by key); already_unregistering (by object);
+  /// refused: the budget (over_budget::refuse) or misuse under report, nothing changed.
+  unregister_status status = unregister_status::refused;
+  unregister_ticket ticket{};  ///< the request's ticket when status is unregistered; empty otherwise
+  /// True when submitted.
+  explicit operator bool() const noexcept { return status == unregister_status::unregistered; }
+};
+
 namespace detail {
 
 inline std::atomic<std::uint64_t> g_next_reclaimer_id{1};
@@ -301,85 +315,173 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   /// unlock_during_waits is off); the budget under over_budget::block. Never a grace period.
   template <class U>
   unregister_ticket submit(U& obj) {
-    return submit_request(obj, false);
+    return submit_request(obj, false, false).ticket;
+  }
+
+  /// "Delete it unless it is already going away", for a caller that knows obj is alive (it holds
+  /// a reference, or owns it until its destroy) but not whether another thread is deleting it.
+  /// Requires, Effects, Blocking, Complexity: as submit. Returns: unregistered with the ticket;
+  /// already_unregistering (nothing changed, no exception) when obj is already in a batch, a
+  /// queue (submitted here before), or gone to its drain — a lost race; refused when the budget
+  /// refused it (over_budget::refuse) or on misuse under report. Misuse, still diagnosed: obj
+  /// never registered (not_registered), registered in another registry (wrong_registry), inside
+  /// a read-side section, by the writer lock's holder. Throws: as submit.
+  template <class U>
+  submit_result try_submit(U& obj) {
+    return submit_request(obj, false, true);
+  }
+
+  /// Delete by key without waiting: the lookup and the submit happen under the writer lock, so
+  /// two threads submitting (or deleting, registry::try_unregister) the same key race safely:
+  /// exactly one gets unregistered, the other not_found, and neither touches freed memory.
+  /// Requires: I is an index of one of the registry's policies with `T* find_locked(const K&)`
+  /// (lfht_index); as submit otherwise. Effects: the object with that key, if any, is submitted
+  /// as by submit. Returns: unregistered with its ticket, not_found (no object has that key: never
+  /// added, or already unlisted by another writer), or refused (budget, misuse under report).
+  /// Budget: the object's bytes are charged as found by a first lookup (made before blocking on
+  /// the budget, which must not happen under the writer lock); if the second lookup, under the
+  /// lock, finds another object of other bytes, the charge is corrected to them.
+  /// Throws, Blocking: as submit. Complexity: as submit, plus two lookups.
+  template <class I, class K>
+  submit_result try_submit(const K& key) {
+    constexpr std::size_t k = slot_of<std::remove_pointer_t<decltype(registry_.template index<I>().find_locked(key))>>();
+    using T = object_at<k>;
+    submit_result r;
+    r.status = unregister_status::refused;
+    if (!outside_read_section("try_submit") || !writer_lock_not_held("try_submit")) return r;
+    std::size_t bytes = 0;
+    {
+      std::unique_lock lock(registry_.writer_lock());  // offline while waiting under qsbr
+      T* t = registry_.template index<I>().find_locked(key);
+      if (t == nullptr) {
+        r.status = unregister_status::not_found;
+        return r;
+      }
+      bytes = bytes_of<k>(*t);
+    }
+    if (!reserve(bytes)) return r;
+    try {
+      std::unique_lock lock(registry_.writer_lock());
+      T* t = registry_.template index<I>().find_locked(key);
+      if (t == nullptr) {
+        unreserve(bytes);
+        r.status = unregister_status::not_found;
+        return r;
+      }
+      const std::size_t found_bytes = bytes_of<k>(*t);
+      if (found_bytes != bytes) {
+        recharge(bytes, found_bytes);
+        bytes = found_bytes;
+      }
+      return submit_locked<k>(*t, bytes, false, true);
+    } catch (...) {
+      unreserve(bytes);
+      throw;
+    }
   }
 
  private:
   /// submit's body. `caller_waits`: the caller will wait for this request and lead its batch
   /// (unregister), so the background thread is not woken for it (a wake-up and a context switch
-  /// per request cost a synchronous caller more than the batch's bookkeeping).
+  /// per request cost a synchronous caller more than the batch's bookkeeping). `lost_race_is_result`:
+  /// try_submit (an object already going away is a result, not misuse).
   template <class U>
-  unregister_ticket submit_request(U& obj, bool caller_waits) {
+  submit_result submit_request(U& obj, bool caller_waits, bool lost_race_is_result) {
     constexpr std::size_t k = slot_of<U>();
     using T = object_at<k>;
     T& t = static_cast<T&>(obj);
-    if (!outside_read_section("submit") || !writer_lock_not_held("submit")) return {};
+    submit_result r;
+    r.status = unregister_status::refused;
+    if (!outside_read_section("submit") || !writer_lock_not_held("submit")) return r;
     const std::size_t bytes = bytes_of<k>(t);
-    if (!reserve(bytes)) return {};
+    if (!reserve(bytes)) return r;
     try {
       std::unique_lock lock(registry_.writer_lock());  // offline while waiting under qsbr
-      unreg_queue<T>& q = std::get<k>(queues_[current_]);
-      if (q.contains(t)) {
-        detail::diagnose(misuse_kind::already_unregistering,
-                         "async_unregister::submit: the object was already submitted and its batch has not run; "
-                         "submit each object once");
-        unreserve(bytes);
-        return {};
-      }
-      if (!q.push(t)) {  // not registered, in a batch, or in another queue: diagnosed there
-        unreserve(bytes);
-        return {};
-      }
-      if (!registry_.template owns<k>(t)) {
-        q.remove(t);
-        registry_.report_wrong_registry("async_unregister::submit");  // throwing: unreserved below
-        unreserve(bytes);
-        return {};
-      }
-      try {
-        if constexpr (detail::hooks_of<policy_at<k>, T>::has_validate)
-          registry_.template policy<policy_at<k>>().validate(t);
-        generation& g = generations_[current_];
-        if (g.submit_times.size() == g.submit_times.capacity())  // geometric: push_back below cannot throw
-          g.submit_times.reserve(std::max<std::size_t>(64, 2 * g.submit_times.capacity()));
-        if (g.id == 0) g.id = detail::g_next_generation_id.fetch_add(1, std::memory_order_relaxed);
-        if (detail::t_last_submit_generation != g.id) {
-          g.threads.insert(std::this_thread::get_id());
-          detail::t_last_submit_generation = g.id;
-        }
-        g.submit_times.push_back(clock::now());
-      } catch (...) {
-        q.remove(t);
-        throw;
-      }
-      // --- nothing below throws ---
-      detail::hooks_of<policy_at<k>, T>{registry_.template policy<policy_at<k>>()}.unlist(t);
-      detail::registrable_access::set_unlisted_early(t, true);  // whichever batch takes it skips unlist
-      generations_[current_].unlisted_before = registry_.domain().snapshot();
-      std::uint64_t seq;
-      bool wake = false, wake_blocked = false;
-      {
-        std::scoped_lock state(m_);
-        seq = ++issued_;
-        ++pending_;
-        pending_bytes_ += bytes;
-        generations_[current_].bytes += bytes;
-        if (pending_ == 1) oldest_ = generations_[current_].submit_times.front();
-        high_water_count_ = std::max(high_water_count_, outstanding_count());
-        if (detail::t_running_batch_of == this) ++hook_submits_;
-        // Wake the reclaimer on the first request (it arms the age timer) and when a threshold is
-        // crossed, not on every request past it: a notify per submit costs more than the submit.
-        wake = pending_ == 1 || pending_ == options_.batch_count ||
-               (pending_bytes_ >= options_.batch_bytes && pending_bytes_ - bytes < options_.batch_bytes);
-        wake_blocked = blocked_now_ > 0;
-      }
-      if ((wake && !caller_waits) || wake_blocked) work_cv_.notify_all();
-      if (wake_blocked) done_cv_.notify_all();  // a manual submitter blocked on the budget may run the batch
-      return unregister_ticket(seq, id_);
+      return submit_locked<k>(t, bytes, caller_waits, lost_race_is_result);
     } catch (...) {
       unreserve(bytes);
       throw;
     }
+  }
+
+  /// Requires: the writer lock; `bytes` reserved for t (unreserved here when t is not submitted
+  /// and nothing threw; on an exception, by the caller, once). Queues t, runs validate and unlist, records the request.
+  template <std::size_t k>
+  submit_result submit_locked(object_at<k>& t, std::size_t bytes, bool caller_waits, bool lost_race_is_result) {
+    using T = object_at<k>;
+    submit_result r;
+    r.status = unregister_status::refused;
+    unreg_queue<T>& q = std::get<k>(queues_[current_]);
+    if (lost_race_is_result) {
+      const reg_state st = t.state();
+      if (st != reg_state::uninitialized &&
+          (st != reg_state::registered || detail::registrable_access::owner(t) != nullptr)) {
+        unreserve(bytes);  // in a batch, in a queue (submitted here, or another batch's cascade), or gone
+        r.status = unregister_status::already_unregistering;
+        return r;
+      }
+    }
+    if (q.contains(t)) {
+      detail::diagnose(misuse_kind::already_unregistering,  // throwing: the caller unreserves
+                       "async_unregister::submit: the object was already submitted and its batch has not run; "
+                       "submit each object once");
+      unreserve(bytes);
+      return r;
+    }
+    if (!q.push(t)) {  // not registered, in a batch, or in another queue: diagnosed there
+      unreserve(bytes);
+      return r;
+    }
+    if (!registry_.template owns<k>(t)) {
+      q.remove(t);
+      registry_.report_wrong_registry("async_unregister::submit");  // throwing: the caller unreserves
+      unreserve(bytes);
+      return r;
+    }
+    try {
+      if constexpr (detail::hooks_of<policy_at<k>, T>::has_validate)
+        registry_.template policy<policy_at<k>>().validate(t);
+      generation& g = generations_[current_];
+      if (g.submit_times.size() == g.submit_times.capacity())  // geometric: push_back below cannot throw
+        g.submit_times.reserve(std::max<std::size_t>(64, 2 * g.submit_times.capacity()));
+      if (g.id == 0) g.id = detail::g_next_generation_id.fetch_add(1, std::memory_order_relaxed);
+      if (detail::t_last_submit_generation != g.id) {
+        g.threads.insert(std::this_thread::get_id());
+        detail::t_last_submit_generation = g.id;
+      }
+      g.submit_times.push_back(clock::now());
+    } catch (...) {
+      q.remove(t);
+      throw;
+    }
+    // --- nothing below throws ---
+    detail::hooks_of<policy_at<k>, T>{registry_.template policy<policy_at<k>>()}.unlist(t);
+    if constexpr (!std::is_void_v<detail::owner_relation_t<T, Policies...>>)
+      detail::unlink_from_owner<detail::owner_relation_t<T, Policies...>>(t);  // owned.hpp
+    detail::registrable_access::set_unlisted_early(t, true);  // whichever batch takes it skips unlist
+    generations_[current_].unlisted_before = registry_.domain().snapshot();
+    std::uint64_t seq;
+    bool wake = false, wake_blocked = false;
+    {
+      std::scoped_lock state(m_);
+      seq = ++issued_;
+      ++pending_;
+      pending_bytes_ += bytes;
+      generations_[current_].bytes += bytes;
+      if (pending_ == 1) oldest_ = generations_[current_].submit_times.front();
+      high_water_count_ = std::max(high_water_count_, outstanding_count());
+      if (detail::t_running_batch_of == this) ++hook_submits_;
+      // Wake the reclaimer on the first request (it arms the age timer) and when a threshold is
+      // crossed, not on every request past it: a notify per submit costs more than the submit.
+      wake = pending_ == 1 || pending_ == options_.batch_count ||
+             (pending_bytes_ >= options_.batch_bytes && pending_bytes_ - bytes < options_.batch_bytes);
+      wake_blocked = blocked_now_ > 0;
+    }
+    if ((wake && !caller_waits) || wake_blocked) work_cv_.notify_all();
+    if (wake_blocked) done_cv_.notify_all();  // a manual submitter blocked on the budget may run the batch
+    r.status = unregister_status::unregistered;
+    r.ticket = unregister_ticket(seq, id_);
+    return r;
   }
 
  public:
@@ -415,7 +517,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   template <class U>
   bool unregister(U& obj) {
     if (!outside_own_batch("unregister") || !outside_read_section("unregister")) return false;
-    const unregister_ticket t = submit_request(obj, true);
+    const unregister_ticket t = submit_request(obj, true, false).ticket;
     if (!t) return false;
     wait_until_completed(t.sequence_, false);
     return true;
@@ -598,6 +700,16 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   }
   bool fits(std::size_t bytes) const noexcept {
     return charged_bytes_ == 0 || charged_bytes_ + bytes <= options_.budget_bytes;
+  }
+  /// try_submit by key: the object found under the lock is charged its own bytes, not those of
+  /// the first lookup's (may pass the budget by that difference: one object).
+  void recharge(std::size_t reserved, std::size_t actual) noexcept {
+    {
+      std::scoped_lock lock(m_);
+      charged_bytes_ = charged_bytes_ - reserved + actual;
+      high_water_bytes_ = std::max(high_water_bytes_, charged_bytes_);
+    }
+    if (actual < reserved) done_cv_.notify_all();
   }
   void unreserve(std::size_t bytes) noexcept {
     {

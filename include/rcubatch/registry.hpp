@@ -69,6 +69,10 @@
 // already ended is a use of freed memory, like any use of a freed object: the library cannot see
 // it. When two threads may race to delete the same object, delete by key (try_unregister<Index>(key):
 // the lookup happens under the writer lock, and a lost race is a result, not misuse).
+// Owned children (owned.hpp: owning<&Parent::list> on the parent's policy): add links a child into
+// the list of the parent its owner_hook names, its unlist takes it out, and the parent's batch
+// queues the children left (any depth, the same ≤ 2 grace periods); replace_with_children reloads
+// a parent and its children in one critical section, all or nothing.
 #pragma once
 
 #include <array>
@@ -83,6 +87,7 @@
 #include <tuple>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "rcubatch/fwd.hpp"
 #include "rcubatch/detail/writer_lock.hpp"
@@ -107,6 +112,7 @@ enum class unregister_status : unsigned char {
   unregistered,           ///< queued by this call and torn down by its batch (destroyed once its refs dropped)
   not_found,              ///< no object has that key (never added, or already unlisted by another batch)
   already_unregistering,  ///< (by object) it is already going away: in a batch, a queue, or gone to released
+  refused,                ///< (async_unregister::try_submit) the budget refused it, or misuse under report: nothing changed
 };
 
 /// What try_unregister and try_unregister_many return.
@@ -117,6 +123,16 @@ struct unregister_result {
   batch_stats stats{};           ///< the batch's (all zeros when nothing was queued: no grace period)
   /// True when status is unregistered.
   explicit operator bool() const noexcept { return status == unregister_status::unregistered; }
+};
+
+/// What replace_with_children returns.
+struct replace_result {
+  bool replaced = false;     ///< false: refused (a duplicate key, a refused publish): nothing changed
+  std::size_t swapped = 0;   ///< new children that took the place of an old child with the same keys
+  std::size_t added = 0;     ///< new children with keys the old version did not have
+  batch_stats stats{};       ///< the teardown batch's (the old parent and every old child)
+  /// True when replaced.
+  explicit operator bool() const noexcept { return replaced; }
 };
 
 /// How a registry runs its batches.
@@ -353,6 +369,15 @@ class basic_registry {
   static_assert(((detail::occurrences<typename Policies::object_type, typename Policies::object_type...> == 1) && ...),
                 "rcubatch::registry: two policies handle the same object type; one policy per type");
 
+  using relations = detail::relations_check<detail::all_relations_t<Policies...>, typename Policies::object_type...>;
+  static_assert(relations::children_have_lanes,
+                "rcubatch::registry: a policy owns children (rcubatch::owning<&Parent::list>) of a type that no policy "
+                "of this registry handles: add a policy for the child type (e.g. rcubatch::indexed<Child, Index...>); "
+                "without one, its parent's batch could not take the children and would destroy the parent under them");
+  static_assert(relations::one_owner_each,
+                "rcubatch::registry: a child type is owned through two owned_lists (two owning<...> name lists of the "
+                "same child type): a child type may have one owner relation");
+
   static constexpr std::size_t kTypes = sizeof...(Policies);
   template <class U>
   static constexpr std::size_t slot_of() {
@@ -363,6 +388,9 @@ class basic_registry {
   }
   template <std::size_t K>
   using object_at = std::tuple_element_t<K, std::tuple<typename Policies::object_type...>>;
+  /// The relation through which another policy's objects own T (owned.hpp), void if none.
+  template <class T>
+  using owner_of = detail::owner_relation_t<T, Policies...>;
 
  public:
   using flavor_type = Flavor;   ///< the liburcu flavor of its grace domain and read_guards
@@ -443,6 +471,11 @@ class basic_registry {
   /// Misuse (throws misuse_error by default; under report returns false, nothing changed): obj is
   /// not uninitialized (register_twice: added twice, or already unregistered), or the call is
   /// inside a read-side section (blocking_in_read_section).
+  /// Owned children (owned.hpp): an object of a type owned through owning<> whose owner_hook
+  /// names a parent is linked into that parent's list once published. add returns false, nothing
+  /// published, when that parent is already going away (in a batch or a reclaimer's queue: a lost
+  /// race, not misuse); misuse: a parent never added (not_registered), or registered in another
+  /// registry (wrong_registry).
   /// Throws: misuse_error as above; what publish throws (after its undo and a grace period).
   /// Complexity: the policy's publish (indexed: one add per index). Blocking: the writer lock;
   /// one grace period on the refused-after-exposure and exception paths only.
@@ -460,6 +493,9 @@ class basic_registry {
       detail::diagnose(misuse_kind::register_twice, msg.view());
       return false;
     }
+    if constexpr (!std::is_void_v<owner_of<T>>) {
+      if (!owner_accepts<owner_of<T>>(t, "registry::add")) return false;
+    }
     publish_result r = publish_result::refused;
     try {
       r = detail::to_publish_result(std::get<k>(policies_).publish(t));
@@ -468,6 +504,7 @@ class basic_registry {
       throw;
     }
     if (r == publish_result::published) {
+      if constexpr (!std::is_void_v<owner_of<T>>) detail::link_to_owner<owner_of<T>>(t);
       t.mark_registered();  // cannot fail: uninitialized was checked under this lock
       return true;
     }
@@ -576,6 +613,9 @@ class basic_registry {
   /// skipped: the replace unlinked it; its cascades, GPs and drain as usual).
   /// Requires: old_obj registered in this registry; new_obj freshly constructed, with old_obj's keys
   /// in every index; the policy has `replace(T& old, T& new)` (indexed has it: all or nothing).
+  /// Owned children (owned.hpp): an owned new_obj whose owner_hook names nothing takes old_obj's
+  /// parent, and is linked into that parent's list (refused, nothing changed, if that parent is
+  /// going away); old_obj's own children go with it (replace_with_children brings new ones).
   /// Returns: the teardown batch's stats (stats.refused when refused under report).
   /// Misuse (nothing changed): new_obj not freshly constructed (register_twice), old_obj not
   /// registered / in a batch / in another registry (as unregister), read section, the lock's holder.
@@ -599,16 +639,66 @@ class basic_registry {
         refused = true;
         return;
       }
+      if constexpr (!std::is_void_v<owner_of<T>>) {  // an owned child: n takes o's place in the list too
+        auto& hook = owner_of<T>::hook_of(n);
+        if (hook.parent() == nullptr && owner_of<T>::hook_of(o).is_linked())
+          hook.set_parent(*owner_of<T>::hook_of(o).parent());
+        if (!owner_accepts<owner_of<T>>(n, "registry::replace")) {
+          refused = true;
+          return;
+        }
+      }
       if (!q.push(o)) {  // not registered here, going away, in a queue: diagnosed by push
         refused = true;
         return;
       }
       std::get<k>(policies_).replace(o, n);  // throws with nothing changed; the queues are dropped
+      if constexpr (!std::is_void_v<owner_of<T>>) detail::link_to_owner<owner_of<T>>(n);
       n.mark_registered();                   // cannot fail: uninitialized, checked under this lock
       detail::registrable_access::set_unlisted_early(o, true);  // its batch skips the unlist
     });
     if (refused) st.refused = true;
     return st;
+  }
+
+  /// Bulk replace (reload a container): new_parent and new_children take the place of old_parent
+  /// and its owned children in one critical section of the writer lock. new_parent replaces
+  /// old_parent in every index (as replace); each new child whose key (in its policy's first index)
+  /// is an old child's replaces it in every index, atomically; the others are published; all are
+  /// marked registered and linked into new_parent's list. The old parent, the replaced children and
+  /// the old children left in its list are then torn down in one batch (≤ 2 grace periods; children
+  /// destroyed before their parent). Readers find old or new for every key both versions have,
+  /// never neither and never a freed object.
+  /// All or nothing: a duplicate key (a new child's key held by an object that is not an old child,
+  /// or by two new children) or a refused publish undoes every change, in reverse, waits one grace
+  /// period if anything new was visible, and returns replaced == false: the old version stays in
+  /// place, nothing new is published, and the caller may free the new objects.
+  /// Requires: Parent's policy owns C through owning<> (a compile error otherwise); old_parent is
+  /// registered here and in no queue; new_parent and every new child freshly constructed; each new
+  /// child's owner_hook names new_parent or nothing (then it is set to new_parent); new_parent has
+  /// old_parent's keys; the policies have replace (indexed has it); C's first index has key_of and
+  /// find_locked (lfht_index). Outside read-side sections.
+  /// Misuse (nothing changed): new objects not fresh (register_twice), old_parent not registered /
+  /// going away / in another registry (as unregister), a child naming another parent
+  /// (std::invalid_argument), read section, the lock's holder.
+  /// Throws: misuse_error as above; std::invalid_argument (a parent's key differs, a child names
+  /// another parent, a matched child's other key differs: all after undoing); std::bad_alloc
+  /// (nothing changed). Complexity: O(children) lookups and links, plus the batch.
+  /// Blocking: the writer lock, the batch (as unregister), one grace period on refusal.
+  template <class Parent, class Range>
+  replace_result replace_with_children(Parent& old_parent, Parent& new_parent, Range&& new_children) {
+    constexpr std::size_t kp = slot_of<Parent>();
+    using P = object_at<kp>;
+    using C = std::remove_pointer_t<std::remove_cvref_t<decltype(*std::begin(new_children))>>;
+    constexpr std::size_t kc = slot_of<C>();
+    using Rel = owner_of<object_at<kc>>;
+    static_assert(!std::is_void_v<Rel>, "rcubatch::registry::replace_with_children: the children's type is not owned "
+                                        "(no policy declares owning<&Parent::list> for it)");
+    if constexpr (!std::is_void_v<Rel>) {
+      static_assert(std::is_same_v<typename Rel::parent_type, P>,
+                    "rcubatch::registry::replace_with_children: the children's owner type is not the parent's type");
+      return replace_family<kp, kc, Rel>(static_cast<P&>(old_parent), static_cast<P&>(new_parent), new_children);
+    }
   }
 
   /// Requires: fn is callable as fn(queues&) (a generic lambda, or a function taking one
@@ -700,6 +790,33 @@ class basic_registry {
       return true;
     }
   }
+  /// Requires: the writer lock; child is not registered yet. Whether child (of a type owned
+  /// through Rel) may be linked to the parent its hook names: no parent (true: owned by nobody);
+  /// a parent registered here and in no queue or batch (true); a parent already going away
+  /// (false, not misuse: a lost race, as a duplicate key is); misuse, diagnosed (false under
+  /// report): a parent never added (not_registered), or added to another registry (wrong_registry).
+  template <class Rel>
+  bool owner_accepts(typename Rel::child_type& child, const char* caller) {
+    typename Rel::parent_type* const p = Rel::hook_of(child).parent();
+    if (p == nullptr) return true;
+    const detail::registrable_base& parent = detail::base_of(*p);
+    const reg_state st = parent.state();
+    if (st == reg_state::uninitialized) {
+      detail::diag_text msg(caller);
+      msg += ": the parent the child's owner_hook names is not registered (add the parent first); nothing was "
+             "published";
+      detail::diagnose(misuse_kind::not_registered, msg.view());
+      return false;
+    }
+    if (st != reg_state::registered || detail::registrable_access::owner(parent) != nullptr) return false;
+    if (owns<slot_of<typename Rel::parent_type>()>(*p)) [[likely]]
+      return true;
+    detail::diag_text msg(caller);
+    msg += " (the child's parent)";
+    report_wrong_registry(msg.view().data());
+    return false;
+  }
+
   void report_wrong_registry(const char* what) const {
     detail::diag_text msg(what);
     msg += ": the object is registered, but not in this registry (another registry of the same type, "
@@ -741,6 +858,125 @@ class basic_registry {
     const auto lock = detail::writer_lock_ref::make<detail::thread_flavors_t<Flavor, Policies...>>(
         mutex_, detail::lock_release_for(options_.unlock_during_waits, options_.hold_lock_through_drain));
     return detail::run_specs(*domain_, options_.rollback, lock, std::get<K>(lanes)...);
+  }
+
+  /// replace_with_children's body (see there). One pass applies, remembering each change; a
+  /// refusal or an exception undoes them in reverse (each index operation undone by its inverse),
+  /// so nothing is left half-published; on success the old version goes through the one teardown
+  /// path (run: rollback_many), its objects marked unlisted-early (the swaps unlisted them).
+  template <std::size_t kp, std::size_t kc, class Rel, class Range>
+  replace_result replace_family(object_at<kp>& old_p, object_at<kp>& new_p, Range& new_children) {
+    using P = object_at<kp>;
+    using C = object_at<kc>;
+    auto& pp = std::get<kp>(policies_);
+    auto& cp = std::get<kc>(policies_);
+    using first_index = std::tuple_element_t<0, typename std::remove_cvref_t<decltype(cp)>::index_types>;
+    replace_result result;
+    if (!outside_read_section("replace_with_children") || !lock_not_held("registry::replace_with_children")) {
+      result.stats.refused = true;
+      return result;
+    }
+    std::vector<C*> fresh;  // the new children, then: [0, swapped) replaced an old one, (paired below)
+    for (auto&& element : new_children) {
+      if constexpr (std::is_pointer_v<std::remove_cvref_t<decltype(element)>>) {
+        if (element == nullptr) throw std::invalid_argument("rcubatch::registry::replace_with_children: a null pointer");
+        fresh.push_back(static_cast<C*>(element));
+      } else {
+        fresh.push_back(static_cast<C*>(&element));
+      }
+    }
+    std::vector<C*> replaced_old(fresh.size(), nullptr);  // per new child: the old one it replaced
+    std::scoped_lock lock(mutex_);
+    queues q(*this);
+    auto not_fresh = [](const detail::registrable_base& o, const char* what) {
+      detail::diag_text msg("registry::replace_with_children: ");
+      msg += what;
+      msg += " is ";
+      msg += to_string(o.state());
+      msg += "; it must be freshly constructed (nothing was changed)";
+      detail::diagnose(misuse_kind::register_twice, msg.view());
+    };
+    if (new_p.state() != reg_state::uninitialized) {
+      not_fresh(new_p, "the new parent");
+      result.stats.refused = true;
+      return result;
+    }
+    for (C* c : fresh) {
+      if (c->state() != reg_state::uninitialized || Rel::hook_of(*c).is_linked()) {
+        not_fresh(*c, "a new child");
+        result.stats.refused = true;
+        return result;
+      }
+      P* named = Rel::hook_of(*c).parent();
+      if (named != nullptr && named != &new_p)
+        throw std::invalid_argument("rcubatch::registry::replace_with_children: a new child's owner_hook names another "
+                                    "parent than the new one (nothing was changed)");
+    }
+    if (!q.push(old_p)) {  // not registered here, going away, in a queue: diagnosed by push
+      result.stats.refused = true;
+      return result;
+    }
+    // --- apply, remembering how far: undo() takes back exactly what was done ---
+    bool parent_swapped = false;
+    std::size_t applied = 0;  // new children handled (replaced an old one, or published)
+    bool exposed = false;
+    auto undo = [&]() noexcept {
+      while (applied > 0) {
+        --applied;
+        C& c = *fresh[applied];
+        if (C* old_c = replaced_old[applied]) {
+          cp.replace(c, *old_c);  // back in place (its keys are c's: cannot differ)
+          detail::registrable_access::set_unlisted_early(*old_c, false);
+        } else {
+          cp.unlist(c);
+        }
+      }
+      if (parent_swapped) pp.replace(new_p, old_p);
+      if (exposed) domain_->synchronize();  // readers may have found a new object: the caller frees them
+    };
+    try {
+      pp.replace(old_p, new_p);  // throws with nothing changed
+      parent_swapped = exposed = true;
+      auto& index0 = cp.template index<first_index>();
+      for (; applied < fresh.size(); ++applied) {
+        C& c = *fresh[applied];
+        if (Rel::hook_of(c).parent() == nullptr) Rel::hook_of(c).set_parent(new_p);
+        C* existing = index0.find_locked(index0.key_of(c));
+        if (existing != nullptr) {
+          const bool old_child = Rel::hook_of(*existing).is_linked() && Rel::hook_of(*existing).parent() == &old_p &&
+                                 !detail::registrable_access::unlisted_early(*existing);
+          if (!old_child) break;  // the key is another object's (or a new child's): a duplicate
+          cp.replace(*existing, c);  // all or nothing; throws with this pair unchanged
+          detail::registrable_access::set_unlisted_early(*existing, true);  // also marks it paired
+          replaced_old[applied] = existing;
+          ++result.swapped;
+        } else {
+          const publish_result r = detail::to_publish_result(cp.publish(c));
+          if (r != publish_result::published) break;  // undone by the policy itself
+          ++result.added;
+        }
+      }
+    } catch (...) {
+      undo();
+      throw;
+    }
+    if (applied < fresh.size()) {  // refused: a duplicate key, or a refused publish
+      undo();
+      q.of<P>().clear();
+      result.swapped = result.added = 0;
+      return result;
+    }
+    // --- nothing below fails ---
+    new_p.mark_registered();
+    detail::registrable_access::set_unlisted_early(old_p, true);  // its batch skips the unlist
+    for (std::size_t i = 0; i < fresh.size(); ++i) {
+      fresh[i]->mark_registered();
+      detail::link_to_owner<Rel>(*fresh[i]);
+      if (C* old_c = replaced_old[i]) q.template of<C>().push(*old_c);  // unlisted: the queue's own push
+    }
+    result.replaced = true;
+    result.stats = run(q, std::index_sequence_for<Policies...>{});
+    return result;
   }
 
   template <class>

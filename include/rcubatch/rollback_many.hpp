@@ -76,6 +76,7 @@
 #include "rcubatch/batch.hpp"
 #include "rcubatch/detail/writer_lock.hpp"
 #include "rcubatch/grace_domain.hpp"
+#include "rcubatch/owned.hpp"
 #include "rcubatch/policy.hpp"
 #include "rcubatch/ref_drain.hpp"
 #include "rcubatch/ref_tracker.hpp"
@@ -184,8 +185,9 @@ void timed(batch_stats& stats, phase p, F&& f) {
 }
 
 /// One lane: a queue's objects and their policy's hooks; the passes over it call the hooks
-/// directly (no per-object indirection).
-template <class T, class P>
+/// directly (no per-object indirection). Owner: the relation through which another lane's
+/// objects own T (owned.hpp), void if none.
+template <class T, class P, class Owner = void>
 class typed_lane : public lane_base {
   using access = registrable_access;
   using iterator = registrable_list::iterator;
@@ -193,6 +195,8 @@ class typed_lane : public lane_base {
  public:
   using hooks_type = policy_hooks<P, T>;
   static_assert(hooks_type::check());
+  /// Whether the notify phase runs for this lane: the policy's notify, or owned children to queue.
+  static constexpr bool kNotifies = hooks_type::has_notify || has_owned_lists<P>;
 
   typed_lane(unreg_queue<T>& q, P& p, batch& b) noexcept
       : lane_base(&lane_key<T>, b, queue_access::base(q)), queue_(q), hooks_{p} {
@@ -234,6 +238,8 @@ class typed_lane : public lane_base {
         // Unlisted already when it was submitted to an async_unregister (registrable.hpp).
         if (!access::unlisted_early(*it)) [[likely]]
           hooks.unlist(access::downcast<T>(*it));
+        // Out of its owner's list (not skipped when unlisted early: a no-op if already out).
+        if constexpr (!std::is_void_v<Owner>) unlink_from_owner<Owner>(access::downcast<T>(*it));
         access::set_state(*it, reg_state::unregistering);
         // Unregistration begins: a sharded count becomes its single atomic (sharded_refs.hpp).
         if constexpr (is_sharded_v<T>) sharded_access::run_down(access::downcast<T>(*it));
@@ -244,14 +250,16 @@ class typed_lane : public lane_base {
   }
 
   /// notify (phase.hpp) for the objects unlisted since the last call (dependents they queue come later).
+  /// Owned children (owned.hpp) are queued first, then the policy's notify runs.
   void notify_new(batch& b, batch_stats& stats) noexcept {
-    if constexpr (hooks_type::has_notify) {
+    if constexpr (kNotifies) {
       if (notified_ == unlisted_) return;
       timed(stats, phase::notify, [&] {
         const iterator stop = unlisted_;
         for (iterator it = after(notified_);; ++it) {
           batch_access::set_parent(b, &*it);
-          hooks_.notify(access::downcast<T>(*it), b);
+          if constexpr (has_owned_lists<P>) queue_children<owned_lists_t<P>>::run(access::downcast<T>(*it), b);
+          if constexpr (hooks_type::has_notify) hooks_.notify(access::downcast<T>(*it), b);
           if (it == stop) break;
         }
         notified_ = stop;
@@ -528,7 +536,7 @@ class rollback_engine {
   /// Phase notify, round by round: the dependents a round queues (of any lane) are closed and
   /// unlisted, then notified, until a round queues none; then the batch takes no more.
   void notify_rounds() noexcept {
-    constexpr bool any_notify = (Lanes::hooks_type::has_hook_in(phase::notify) || ...);
+    constexpr bool any_notify = (Lanes::kNotifies || ...);
     for (;;) {
       ++stats_.rounds;
       if constexpr (!any_notify) break;  // only notify can queue dependents
@@ -633,8 +641,17 @@ class rollback_engine {
 template <class Flavor, class... Specs>
 batch_stats run_lanes(grace_domain<Flavor>& d, const rollback_options& o, const batch_context& ctx, Specs&... specs) {
   static_assert(sizeof...(Specs) >= 1, "rcubatch: rollback_many needs at least one lane");
-  rollback_engine<Flavor, typed_lane<typename Specs::object_type, typename Specs::policy_type>...> engine(
-      d, o, ctx, specs...);
+  using relations = relations_check<all_relations_t<typename Specs::policy_type...>, typename Specs::object_type...>;
+  static_assert(relations::children_have_lanes,
+                "rcubatch: a policy owns children (rcubatch::owning<&Parent::list>) of a type that has no lane in "
+                "this batch: give the child type a lane (rcubatch::lane(queue, policy)), or its parent would be "
+                "destroyed while its children can still be found");
+  static_assert(relations::one_owner_each,
+                "rcubatch: a child type is owned through two owned_lists (two owning<...> name lists of the same "
+                "child type): a child type may have one owner relation");
+  rollback_engine<Flavor, typed_lane<typename Specs::object_type, typename Specs::policy_type,
+                                     owner_relation_t<typename Specs::object_type, typename Specs::policy_type...>>...>
+      engine(d, o, ctx, specs...);
   return engine.run();
 }
 

@@ -7,12 +7,14 @@
 // does not inherit it). validate is what this lane drops: each lane of that batch gets, instead of
 // the registry's policy P, a submitted_lane<P, T>: the same hooks (forwarded, and only those P
 // has: the hook table is found by name, and an always-present forwarder would change what runs),
-// no validate. Dependents that notify queues are never validated in any batch.
+// no validate. Dependents that notify queues are never validated in any batch. P's owned_lists
+// (owned.hpp) are forwarded too: the batch queues owned children as a synchronous one does.
 #pragma once
 
 #include <utility>
 
 #include "rcubatch/batch.hpp"
+#include "rcubatch/owned.hpp"
 #include "rcubatch/policy.hpp"
 #include "rcubatch/registrable.hpp"
 
@@ -76,6 +78,15 @@ struct fwd_name<D, P, T, true> {
   decltype(auto) name(const T& t) { return static_cast<D*>(this)->policy().name(t); }
 };
 
+/// The registry policy's owned_lists (owned.hpp), so the asynchronous batch queues owned
+/// children like a synchronous one.
+template <class P, bool = has_owned_lists<P>>
+struct fwd_owned_lists {};
+template <class P>
+struct fwd_owned_lists<P, true> {
+  using owned_lists = owned_lists_t<P>;
+};
+
 template <class P, class T>
 using hooks_of = policy_hooks<P, T>;
 
@@ -91,7 +102,8 @@ class submitted_lane
                         hooks_of<P, T>::uninit_b_ok ? 1 : (hooks_of<P, T>::uninit_ok ? 2 : 0)>,
       public fwd_destroy<submitted_lane<P, T>, P, T, hooks_of<P, T>::has_destroy>,
       public fwd_rebroadcast<submitted_lane<P, T>, P, T, hooks_of<P, T>::has_rebroadcast>,
-      public fwd_name<submitted_lane<P, T>, P, T, hooks_of<P, T>::has_name> {
+      public fwd_name<submitted_lane<P, T>, P, T, hooks_of<P, T>::has_name>,
+      public fwd_owned_lists<P> {
   static_assert(hooks_of<P, T>::check());  // a misshapen hook is a compile error, never skipped
 
  public:

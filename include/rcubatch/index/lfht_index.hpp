@@ -612,6 +612,9 @@ class lfht_index {
   bool empty() const noexcept { return size() == 0; }
   /// Writer side: whether obj is linked in this index.
   bool contains(const T& obj) const noexcept { return (obj.*Hook).linked_in_ == this; }
+  /// Effects: obj's key as this index computes it (KeyOf), linked or not: what find_locked takes
+  /// to look up the object obj would replace (registry::replace_with_children). Throws: what KeyOf throws.
+  decltype(auto) key_of(const T& obj) const { return key_of_(obj); }
   /// The bucket count the writer last asked rculfhash for (automatic growth changes it unseen).
   unsigned long buckets() const noexcept { return buckets_; }
   /// Resizes this index ran in its writers' threads (growth on add, grow_if_needed, resize); their
