@@ -312,7 +312,7 @@ void readers_find_every_key_during_continuous_resizes() {
   name_index<F> index(hlist_options{}, domain);
   constexpr int kStable = 200;
   constexpr int kChurn = 3000;  // 16 -> 4096 buckets and back each cycle
-  constexpr int kCycles = 40;
+  constexpr int kCycles = 100;
   constexpr int kReaders = 2;
   arena stable;
   for (int i = 0; i < kStable; ++i) stable.make_linked(index, "stable" + std::to_string(i), i);
