@@ -463,21 +463,53 @@ struct reentrant_hash {
 };
 using reentrant_index = hlist_index<session, &session::by_name, key_member<&session::name>, flavor::memb, reentrant_hash>;
 
+#ifndef NDEBUG
+/// An unlink inside an add_unique's hash: two writer calls at once on one index.
+void overlapping_writers() {
+  reentrant_index index;
+  session a("alice", 1);
+  session b("bob", 2);
+  index.add_unique(a);
+  reentrant_hash::on_hash = [&] { index.unlink(a); };
+  index.add_unique(b);
+}
+#endif
+
 TEST_F(hlist_index_death, overlapping_writers_abort_in_debug_builds) {
 #ifdef NDEBUG
   GTEST_SKIP() << "the writer-serialization check is compiled in only without NDEBUG";
 #else
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_DEATH(
-      {
-        reentrant_index index;
-        session a("alice", 1), b("bob", 2);
-        index.add_unique(a);
-        reentrant_hash::on_hash = [&] { index.unlink(a); };
-        index.add_unique(b);
-      },
-      "hlist_index::unlink: two writers at once");
+  EXPECT_DEATH(overlapping_writers(), "hlist_index::unlink: two writers at once");
 #endif
+}
+
+// The run-time flavor (what netsim uses): the same index behind lfht_runtime_flavor::of<F>().
+template <class F>
+void runtime_flavor_round_trip() {
+  thread_registration<F> reg;
+  using runtime_index = hlist_index<session, &session::by_name, key_member<&session::name>, lfht_runtime_flavor>;
+  runtime_index index(lfht_runtime_flavor::of<F>());
+  arena objects;
+  for (int i = 0; i < 100; ++i) objects.make_linked(index, "rt" + std::to_string(i), i);
+  EXPECT_EQ(index.buckets(), 128u);
+  EXPECT_GE(index.retired_tables(), 1u) << "no domain: updates never free a retired table";
+  {
+    read_guard<F> guard;
+    for (int i = 0; i < 100; ++i) ASSERT_EQ(index.find("rt" + std::to_string(i)), objects.all[static_cast<std::size_t>(i)].get());
+  }
+  index.reclaim();
+  EXPECT_EQ(index.retired_tables(), 0u);
+  for (auto& s : objects.all) ASSERT_TRUE(index.unlink(*s));
+}
+TEST(hlist_index_runtime, memb) { runtime_flavor_round_trip<flavor::memb>(); }
+TEST(hlist_index_runtime, qsbr) { runtime_flavor_round_trip<flavor::qsbr>(); }
+
+TEST_F(hlist_index_death, a_runtime_flavor_find_outside_a_read_guard_aborts) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  hlist_index<session, &session::by_name, key_member<&session::name>, lfht_runtime_flavor> index(
+      lfht_runtime_flavor::of<flavor::memb>());
+  EXPECT_DEATH((void)index.find("alice"), "hlist_index::find: called outside a read_guard");
 }
 
 TEST(hlist_index_options, a_count_that_is_not_a_power_of_two_is_named) {

@@ -70,7 +70,11 @@
 // oscillates. That call must not be in a read section (the wait would deadlock): inside one it
 // is skipped and the resize waits for a later update; under qsbr the domain takes the thread
 // offline while it waits (detail/blocking.hpp), so a registered qsbr writer may stay online.
-// reclaim() runs that wait on demand.
+// reclaim() runs that wait on demand. With Flavor = lfht_runtime_flavor (a flavor chosen at run
+// time, as lfht_index takes it) there is no domain: updates never free a retired table and never
+// wait; reclaim() runs one synchronize of that flavor, offline under qsbr, and frees them all
+// (ThreadSanitizer is not told about that grace period: call it where no reader can race, or
+// leave the tables to the destructor).
 //
 // Reading during a resize: find never misses a linked object and never returns an unlinked one
 // that a grace period has passed; for_each_equal and iteration visit every object linked
@@ -156,7 +160,9 @@ inline cds_hlist_node* hlist_load_link(cds_hlist_node* const& link) noexcept {
 /// Defaults (fwd.hpp): Flavor = default_flavor, Hash = lfht_hash, KeyEqual = std::equal_to<>.
 template <class T, hlist_hook<T> T::*Hook, class KeyOf, class Flavor, class Hash, class KeyEqual>
 class hlist_index {
-  static_assert(rcu_flavor<Flavor>, "hlist_index<..., Flavor>: Flavor must be an rcubatch flavor (flavor.hpp)");
+  static constexpr bool kRuntimeFlavor = std::is_same_v<Flavor, lfht_runtime_flavor>;
+  static_assert(kRuntimeFlavor || rcu_flavor<Flavor>,
+                "hlist_index<..., Flavor>: Flavor must be an rcubatch flavor (flavor.hpp) or lfht_runtime_flavor");
   static_assert(std::is_invocable_v<const KeyOf&, const T&>,
                 "hlist_index: KeyOf must be callable as key_of(const T&) and return the key.");
 
@@ -188,8 +194,24 @@ class hlist_index {
   /// std::bad_alloc. Needs no registration.
   explicit hlist_index(hlist_options options = {}, grace_domain<Flavor>& domain = default_domain<Flavor>(),
                        KeyOf key_of = {}, Hash hash = {}, KeyEqual equal = {})
+    requires(!kRuntimeFlavor)
+      : hlist_index(&domain, options, std::move(key_of), std::move(hash), std::move(equal)) {}
+
+  /// lfht_runtime_flavor only: as above, on the flavor `flavor` describes
+  /// (lfht_runtime_flavor::of<F>()), with no grace domain: the retired tables are freed by
+  /// reclaim() (one synchronize of the flavor, the thread offline under qsbr) or with the index,
+  /// never by an update. Requires: `flavor` outlives the index.
+  explicit hlist_index(const lfht_runtime_flavor& flavor, hlist_options options = {}, KeyOf key_of = {},
+                       Hash hash = {}, KeyEqual equal = {})
+    requires kRuntimeFlavor
+      : hlist_index(&flavor, options, std::move(key_of), std::move(hash), std::move(equal)) {}
+
+ private:
+  using grace_source = std::conditional_t<kRuntimeFlavor, const lfht_runtime_flavor, grace_domain<Flavor>>;
+
+  hlist_index(grace_source* gp, hlist_options options, KeyOf key_of, Hash hash, KeyEqual equal)
       : key_of_(std::move(key_of)), hash_(std::move(hash)), equal_(std::move(equal)), options_(options),
-        domain_(&domain) {
+        domain_(gp) {
     check_power_of_two(options.initial_buckets, "initial_buckets");
     check_power_of_two(options.min_buckets, "min_buckets");
     if (options.max_buckets != 0) {
@@ -200,6 +222,8 @@ class hlist_index {
     newest_ = make_table(clamp(options.initial_buckets));
     current_.store(newest_, std::memory_order_relaxed);
   }
+
+ public:
 
   /// Requires: no thread can reach the index any more. Effects: frees every table. Misuse: a
   /// non-empty index is reported (destroyed_while_linked) and its objects unlinked, not freed.
@@ -325,14 +349,13 @@ class hlist_index {
   void reclaim() {
     const writer_scope w(this, "reclaim");
     if (retired_head_ == nullptr) return;
-    if (in_read_section<Flavor>()) {
+    if (in_section()) {
       detail::diagnose(misuse_kind::blocking_in_read_section,
-                       "hlist_index::reclaim called inside a read section of " + std::string(Flavor::name) +
+                       "hlist_index::reclaim called inside a read section of " + std::string(flavor_name()) +
                            ": freeing the retired tables waits for a grace period");
       return;
     }
-    domain_->wait_for(retired_tail_->retired_at);
-    free_elapsed();
+    wait_for_retired();
   }
 
   /// Writer side: find() without the read-section check. Requires: the caller serializes with the
@@ -444,8 +467,12 @@ class hlist_index {
   std::size_t resizes() const noexcept { return resizes_; }
   /// Writer side: replaced tables not yet freed (each waits for a grace period of the domain).
   std::size_t retired_tables() const noexcept { return retired_count_; }
-  /// The grace domain the retired tables wait for.
-  grace_domain<Flavor>& domain() const noexcept { return *domain_; }
+  /// The grace domain the retired tables wait for (not with lfht_runtime_flavor).
+  grace_domain<Flavor>& domain() const noexcept
+    requires(!kRuntimeFlavor)
+  {
+    return *domain_;
+  }
 
  private:
   /// RCUBATCH_INDEX_CHECKS and no NDEBUG: aborts when two writer calls overlap.
@@ -537,7 +564,7 @@ class hlist_index {
   }
   void check_read_section(const char* op) const noexcept {
     if constexpr (RCUBATCH_INDEX_CHECKS != 0) {
-      if (!in_read_section<Flavor>())
+      if (!in_section())
         detail::hlist_index_check_failed(op, "called outside a read_guard: what it finds may be freed at any time");
     } else {
       (void)op;
@@ -595,10 +622,11 @@ class hlist_index {
     if (options_.grow && n > b) target = clamp(b * 2);
     else if (options_.shrink && n < b / 8) target = clamp(std::bit_ceil(n * 2 == 0 ? std::size_t{1} : n * 2));
     if (target == b) return;
-    if (retired_bytes_ > newest_->bytes()) {  // only when the index oscillates: see the file comment
-      if (in_read_section<Flavor>()) return;  // a later update outside one does it
-      domain_->wait_for(retired_tail_->retired_at);
-      free_elapsed();
+    if constexpr (!kRuntimeFlavor) {
+      if (retired_bytes_ > newest_->bytes()) {  // only when the index oscillates: see the file comment
+        if (in_section()) return;               // a later update outside one does it
+        wait_for_retired();
+      }
     }
     try {
       start_migration(target);
@@ -661,7 +689,7 @@ class hlist_index {
     table* next = old->future.load(std::memory_order_relaxed);
     current_.store(next, std::memory_order_release);
     migrate_next_ = 0;
-    old->retired_at = domain_->snapshot();  // after the store: a reader that can still reach old began before it
+    if constexpr (!kRuntimeFlavor) old->retired_at = domain_->snapshot();  // after the store: a reader that can still reach old began before it
     old->retired_next = nullptr;
     if (retired_tail_ != nullptr) retired_tail_->retired_next = old;
     else retired_head_ = old;
@@ -674,22 +702,46 @@ class hlist_index {
     while (resizing()) migrate_step();
   }
 
-  void free_elapsed() noexcept {
-    while (retired_head_ != nullptr && domain_->elapsed(retired_head_->retired_at)) {
-      table* r = retired_head_;
-      retired_head_ = r->retired_next;
-      if (retired_head_ == nullptr) retired_tail_ = nullptr;
-      retired_bytes_ -= r->bytes();
-      --retired_count_;
-      free_table(r);
+  /// Every retired table, after a grace period that began after the last one was retired.
+  void wait_for_retired() {
+    if constexpr (kRuntimeFlavor) {
+      domain_->run_offline([](void* f) { static_cast<const lfht_runtime_flavor*>(f)->table->update_synchronize_rcu(); },
+                           const_cast<lfht_runtime_flavor*>(domain_));
+      while (retired_head_ != nullptr) free_retired_head();
+    } else {
+      domain_->wait_for(retired_tail_->retired_at);
+      free_elapsed();
     }
+  }
+  void free_retired_head() noexcept {
+    table* r = retired_head_;
+    retired_head_ = r->retired_next;
+    if (retired_head_ == nullptr) retired_tail_ = nullptr;
+    retired_bytes_ -= r->bytes();
+    --retired_count_;
+    free_table(r);
+  }
+
+  void free_elapsed() noexcept {
+    if constexpr (kRuntimeFlavor) return;  // no cookies: reclaim() frees them
+    else
+      while (retired_head_ != nullptr && domain_->elapsed(retired_head_->retired_at)) free_retired_head();
+  }
+
+  bool in_section() const noexcept {
+    if constexpr (kRuntimeFlavor) return domain_->in_read_section();
+    else return in_read_section<Flavor>();
+  }
+  std::string_view flavor_name() const noexcept {
+    if constexpr (kRuntimeFlavor) return domain_->name;
+    else return Flavor::name;
   }
 
   [[no_unique_address]] KeyOf key_of_;
   [[no_unique_address]] Hash hash_;
   [[no_unique_address]] KeyEqual equal_;
   hlist_options options_;
-  grace_domain<Flavor>* domain_;
+  grace_source* domain_;  // grace_domain<Flavor>, or the lfht_runtime_flavor
   std::atomic<table*> current_{nullptr};  // where readers start; release-stored by the writer
   table* newest_ = nullptr;               // writer only: where adds go (current_ unless resizing)
   std::size_t migrate_next_ = 0;          // writer only: the next old bucket to empty
