@@ -55,10 +55,13 @@
 // No grace period is waited for during a resize, and grow and shrink are the same code.
 // Bound: each update migrates at most kMigrateVisits (8) old buckets and kMigrateMoves (4)
 // entries, so no update pays more than that; a doubling at load factor 1 finishes within
-// B/4 updates (B: the old bucket count), before the next doubling is due. Growth: when size()
-// exceeds the newest table's bucket count (load factor 1), to twice that. Shrink
-// (hlist_options::shrink, on by default): when size() falls below an eighth of the buckets, to
-// bit_ceil(2 x size()) (not below min_buckets). resize(n) does a whole resize at once, O(n).
+// B/4 updates (B: the old bucket count), before the next doubling is due. Only adds start a
+// resize (unlinks go on with one in progress), so a mass unlink — a registry's batch teardown —
+// runs at the speed of cds_hlist_del_rcu and leaves the table as it was. Growth: when an add makes
+// size() exceed the newest table's bucket count (load factor 1), to twice that. Shrink
+// (hlist_options::shrink, on by default): when an add finds size() below an eighth of the
+// buckets, to bit_ceil(2 x size()) (not below min_buckets). resize(n) does a whole resize at
+// once, O(n).
 //
 // Grace periods: a replaced table is freed once a grace period of the index's grace_domain
 // (default_domain<Flavor>() unless given one) has elapsed since it was retired: each update
@@ -72,9 +75,8 @@
 // offline while it waits (detail/blocking.hpp), so a registered qsbr writer may stay online.
 // reclaim() runs that wait on demand. With Flavor = lfht_runtime_flavor (a flavor chosen at run
 // time, as lfht_index takes it) there is no domain: updates never free a retired table and never
-// wait; reclaim() runs one synchronize of that flavor, offline under qsbr, and frees them all
-// (ThreadSanitizer is not told about that grace period: call it where no reader can race, or
-// leave the tables to the destructor).
+// wait; reclaim() runs one synchronize of that flavor (lfht_runtime_flavor::synchronize: offline
+// under qsbr, with the TSan edge) and frees them all.
 //
 // Reading during a resize: find never misses a linked object and never returns an unlinked one
 // that a grace period has passed; for_each_equal and iteration visit every object linked
@@ -322,7 +324,7 @@ class hlist_index {
     cds_hlist_del_rcu(&h.node_);  // h.node_.next stays: a reader standing on obj goes on from it
     h.linked_in_ = nullptr;       // owner_ and hash_ stay: a reader may still be reading them
     size_.store(size_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
-    after_update();
+    after_update(false);  // goes on with a resize, never starts one: a mass unlink runs at hlist speed
     return true;
   }
 
@@ -523,20 +525,19 @@ class hlist_index {
 
   template <class K>
   T* lookup(const K& key, unsigned long hv) const {
-    T* found = nullptr;
-    for_each_table([&](const table* t) {
+    const table* t = current();
+    do {
       for (cds_hlist_node* n = detail::hlist_load_link(t->heads()[hv & t->mask].next); n != nullptr;
            n = detail::hlist_load_link(n->next)) {
         annotate_subscribe(n);  // pairs with annotate_publish in link() and swap_in()
         hlist_hook<T>* h = hook_of(n);
-        if (h->hash_ == hv && equal_(key_of_(*h->owner_), key)) {
-          found = h->owner_;
-          return true;
-        }
+        if (h->hash_ == hv && equal_(key_of_(*h->owner_), key)) [[likely]]
+          return h->owner_;
       }
-      return false;
-    });
-    return found;
+      cmm_smp_rmb();  // as in for_each_table
+      t = t->future.load(std::memory_order_acquire);
+    } while (t != nullptr);
+    return nullptr;
   }
   template <class K>
   T* writer_find(const K& key, unsigned long hv) const {
@@ -589,7 +590,7 @@ class hlist_index {
     cds_hlist_add_head_rcu(&h.node_, &newest_->heads()[hv & newest_->mask]);
     h.linked_in_ = this;
     size_.store(size_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    after_update();
+    after_update(true);
   }
 
   /// new_obj takes old_h's place in its chain: one pointer store publishes it, and old's own
@@ -610,12 +611,14 @@ class hlist_index {
 
   // --- Resizing ----------------------------------------------------------------------------------
 
-  void after_update() {
-    if (retired_head_ != nullptr) free_elapsed();
+  /// After a link (may_start) or an unlink: a bounded migration step, or the start of a resize.
+  void after_update(bool may_start) {
     if (resizing()) {
       migrate_step();
       return;
     }
+    if (!may_start) return;
+    if (retired_head_ != nullptr) free_elapsed();  // adds only: an unlink stays a pointer swap
     const std::size_t n = size();
     const std::size_t b = newest_->buckets();
     std::size_t target = b;
@@ -705,8 +708,7 @@ class hlist_index {
   /// Every retired table, after a grace period that began after the last one was retired.
   void wait_for_retired() {
     if constexpr (kRuntimeFlavor) {
-      domain_->run_offline([](void* f) { static_cast<const lfht_runtime_flavor*>(f)->table->update_synchronize_rcu(); },
-                           const_cast<lfht_runtime_flavor*>(domain_));
+      domain_->synchronize();
       while (retired_head_ != nullptr) free_retired_head();
     } else {
       domain_->wait_for(retired_tail_->retired_at);

@@ -216,6 +216,9 @@ struct lfht_runtime_flavor {
   void (*run_offline)(void (*fn)(void*), void* arg) = nullptr;
   bool (*in_read_section)() noexcept = nullptr;  // in_read_section<F>()
   bool (*read_ongoing)() noexcept = nullptr;     // F::read_ongoing()
+  /// F::synchronize() (offline for it under qsbr), then the TSan grace-period edge of F
+  /// (hlist_index::reclaim on a run-time flavor). Requires: outside read sections of F.
+  void (*synchronize)() noexcept = nullptr;
 
   /// The description of the compile-time flavor F (one static object per F). Complexity: O(1).
   template <lfht_flavor F>
@@ -238,6 +241,19 @@ struct lfht_runtime_flavor {
         },
         []() noexcept { return rcubatch::in_read_section<F>(); },
         []() noexcept { return static_cast<bool>(F::read_ongoing()); },
+        []() noexcept {
+          if constexpr (F::quiescent_state_based) {
+            if (F::read_ongoing()) {
+              offline_scope<F> offline;  // an online qsbr thread would wait for itself
+              F::synchronize();
+            } else {
+              F::synchronize();
+            }
+          } else {
+            F::synchronize();
+          }
+          detail::tsan_grace_period_ended<F>();
+        },
     };
     return f;
   }
