@@ -23,45 +23,26 @@
 #include <gtest/gtest.h>
 
 #include "support/flavors.hpp"
+#include "support/index_session.hpp"
 #include "support/misuse_capture.hpp"
 #include "support/watchdog.hpp"
 
 namespace rcubatch {
 namespace {
 
-constexpr std::uint64_t kAlive = 0xA11FE;
-constexpr std::uint64_t kPoison = 0xDEADDEAD;
-
-/// Not standard-layout (registrable, a virtual function): the hook's owner pointer is what finds it.
-struct session : registrable<session> {
-  session(std::string n, int i) : name(std::move(n)), id(i) {}
-  virtual ~session() = default;
-  virtual int kind() const { return 1; }
-
-  std::string name;
-  int id;
-  std::atomic<std::uint64_t> poison{kAlive};
-  hlist_hook<session> by_name;
-  hlist_hook<session> by_id;
-};
+constexpr std::uint64_t kAlive = test::kSessionAlive;
+constexpr std::uint64_t kPoison = test::kSessionPoison;
+using session = test::indexed_session<hlist_hook>;
 static_assert(!std::is_standard_layout_v<session>);
+using arena = test::session_arena<session>;
+using test::find_in_guard;
+using test::ids_equal_to;
 
 template <class F>
 using name_index = hlist_index<session, &session::by_name, key_member<&session::name>, F>;
 template <class F>
 using id_index = hlist_index<session, &session::by_id, key_member<&session::id>, F>;
 static_assert(std::ranges::input_range<name_index<flavor::memb>>);
-
-struct arena {
-  std::vector<std::unique_ptr<session>> all;
-  session& make(std::string name, int id) { return *all.emplace_back(std::make_unique<session>(std::move(name), id)); }
-  template <class Index>
-  session& make_linked(Index& index, std::string name, int id) {
-    session& s = make(std::move(name), id);
-    EXPECT_TRUE(index.add_unique(s)) << s.name << " was already in the index";
-    return s;
-  }
-};
 
 template <class F>
 class hlist_index_test : public ::testing::Test {
@@ -70,22 +51,6 @@ class hlist_index_test : public ::testing::Test {
   arena arena_;
 };
 TYPED_TEST_SUITE(hlist_index_test, test::real_flavors, test::flavor_names);
-
-template <class Index, class K>
-session* find_in_guard(const Index& index, const K& key) {
-  read_guard<typename Index::flavor_type> guard;
-  return index.find(key);
-}
-
-template <class Index>
-std::vector<int> ids_equal_to(const Index& index, std::string_view key) {
-  std::vector<int> ids;
-  read_guard<typename Index::flavor_type> guard;
-  const std::size_t n = index.for_each_equal(key, [&](session& s) { ids.push_back(s.id); });
-  EXPECT_EQ(n, ids.size());
-  std::sort(ids.begin(), ids.end());
-  return ids;
-}
 
 TYPED_TEST(hlist_index_test, add_unique_refuses_a_duplicate_key_and_keeps_the_first) {
   name_index<TypeParam> index;

@@ -545,9 +545,7 @@ class hlist_index {
   }
 
   static void check_power_of_two(std::size_t v, const char* name) {
-    if (!std::has_single_bit(v))
-      throw std::invalid_argument(std::string("rcubatch::hlist_index: hlist_options::") + name + " = " +
-                                  std::to_string(v) + " is not a power of two");
+    detail::index_require_power_of_two("hlist_options", name, v);
   }
   std::size_t clamp(std::size_t n) const noexcept {
     if (n < options_.min_buckets) n = options_.min_buckets;
@@ -557,10 +555,7 @@ class hlist_index {
 
   bool check_unlinked(T& obj, const char* op) {
     if (!(obj.*Hook).is_linked()) return true;
-    detail::diagnose(misuse_kind::register_twice,
-                     std::string("hlist_index::") + op + ": the object's hook is already linked in " +
-                         ((obj.*Hook).linked_in_ == this ? "this index" : "another index") +
-                         " (unlink it and wait for a grace period before adding it again)");
+    detail::diagnose_hook_linked("hlist_index", op, (obj.*Hook).linked_in_ == this);
     return false;
   }
   void check_read_section(const char* op) const noexcept {
