@@ -9,13 +9,15 @@
 //                                         rcubatch::key_member<&device::name>>;
 //   by_name index;                                          // default flavor, grows and shrinks
 //
+//   auto* d = new device;
+//   d->name = "eth0";
 //   index.add_unique(*d);                   // writer, under the caller's writer lock
 //   {
 //     rcubatch::read_guard<> guard;         // reader
 //     if (device* found = index.find("eth0")) use(*found);  // valid until the guard ends
 //   }
 //   index.unlink(*d);                       // writer; free d only after a grace period
-//   (compiled in tests/index_hlist_test.cpp)
+//   (compiled in tests/header_examples_test.cpp)
 //
 // Why another index: lfht_index (liburcu's rculfhash) lets several writers update at once, and
 // pays for it on every update (a read lock, CAS loops, ordered "removal flags"): 15-29x the cost
