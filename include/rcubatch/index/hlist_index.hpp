@@ -66,8 +66,9 @@
 // once, O(n).
 //
 // Grace periods: a replaced table is freed once a grace period of the index's grace_domain
-// (default_domain<Flavor>() unless given one) has elapsed since it was retired: each update
-// checks the oldest retired table's cookie (one atomic load) and frees the elapsed ones. A
+// (default_domain<Flavor>() unless given one) has elapsed since it was retired: adds that start
+// or step a resize, and every add that makes size() a multiple of 64, check the oldest retired
+// table's cookie (one atomic load) and free the elapsed ones; unlinks never look. A
 // registry on the same domain elapses them with its batches. No update ever waits, except
 // this one: when the retired tables would hold more bucket memory than the newest table, the
 // update that would start the next resize first runs domain.synchronize() — never within a
@@ -94,6 +95,7 @@
 #include <atomic>
 #include <bit>
 #include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -225,6 +227,7 @@ class hlist_index {
     }
     newest_ = make_table(clamp(options.initial_buckets));
     current_.store(newest_, std::memory_order_relaxed);
+    set_thresholds();
   }
 
  public:
@@ -326,7 +329,8 @@ class hlist_index {
     cds_hlist_del_rcu(&h.node_);  // h.node_.next stays: a reader standing on obj goes on from it
     h.linked_in_ = nullptr;       // owner_ and hash_ stay: a reader may still be reading them
     size_.store(size_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
-    after_update(false);  // goes on with a resize, never starts one: a mass unlink runs at hlist speed
+    if (migrating_) [[unlikely]]
+      migrate_step();  // goes on with a resize, never starts one: a mass unlink runs at hlist speed
     return true;
   }
 
@@ -466,7 +470,7 @@ class hlist_index {
   /// Writer side: the bucket count of the table adds go to (the new one during a resize).
   std::size_t buckets() const noexcept { return newest_->buckets(); }
   /// Writer side: whether a resize is migrating entries (readers search two tables meanwhile).
-  bool resizing() const noexcept { return newest_ != current(); }
+  bool resizing() const noexcept { return migrating_; }
   /// Writer side: resizes started (growth, shrink, resize()).
   std::size_t resizes() const noexcept { return resizes_; }
   /// Writer side: replaced tables not yet freed (each waits for a grace period of the domain).
@@ -586,8 +590,12 @@ class hlist_index {
     annotate_publish(&h.node_);  // liburcu's publication is invisible to TSan
     cds_hlist_add_head_rcu(&h.node_, &newest_->heads()[hv & newest_->mask]);
     h.linked_in_ = this;
-    size_.store(size_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
-    after_update(true);
+    const std::size_t n = size_.load(std::memory_order_relaxed) + 1;
+    size_.store(n, std::memory_order_relaxed);
+    // One test on the common path: a migration, a size past a threshold, or (every 64th size)
+    // retired tables to look at.
+    if (migrating_ || n > grow_above_ || n < shrink_below_ || (retired_head_ != nullptr && n % 64 == 0)) [[unlikely]]
+      after_link();
   }
 
   /// new_obj takes old_h's place in its chain: one pointer store publishes it, and old's own
@@ -608,14 +616,13 @@ class hlist_index {
 
   // --- Resizing ----------------------------------------------------------------------------------
 
-  /// After a link (may_start) or an unlink: a bounded migration step, or the start of a resize.
-  void after_update(bool may_start) {
-    if (resizing()) {
+  /// After a link: a bounded migration step, or the start of a resize.
+  void after_link() {
+    if (retired_head_ != nullptr) free_elapsed();
+    if (migrating_) {
       migrate_step();
       return;
     }
-    if (!may_start) return;
-    if (retired_head_ != nullptr) free_elapsed();  // adds only: an unlink stays a pointer swap
     const std::size_t n = size();
     const std::size_t b = newest_->buckets();
     std::size_t target = b;
@@ -636,10 +643,19 @@ class hlist_index {
     migrate_step();
   }
 
+  /// The sizes past which an add starts a resize, for the newest table's bucket count.
+  void set_thresholds() noexcept {
+    const std::size_t b = newest_->buckets();
+    grow_above_ = options_.grow && clamp(b * 2) != b ? b : SIZE_MAX;
+    shrink_below_ = options_.shrink && b > options_.min_buckets ? b / 8 : 0;
+  }
+
   void start_migration(std::size_t buckets) {
     table* t = make_table(buckets);
     newest_->future.store(t, std::memory_order_release);  // readers of the old table look here next
     newest_ = t;
+    migrating_ = true;
+    set_thresholds();
     migrate_next_ = 0;
     ++resizes_;
   }
@@ -688,6 +704,7 @@ class hlist_index {
   void finish_old(table* old) noexcept {
     table* next = old->future.load(std::memory_order_relaxed);
     current_.store(next, std::memory_order_release);
+    migrating_ = false;
     migrate_next_ = 0;
     if constexpr (!kRuntimeFlavor) old->retired_at = domain_->snapshot();  // after the store: a reader that can still reach old began before it
     old->retired_next = nullptr;
@@ -743,6 +760,9 @@ class hlist_index {
   grace_source* domain_;  // grace_domain<Flavor>, or the lfht_runtime_flavor
   std::atomic<table*> current_{nullptr};  // where readers start; release-stored by the writer
   table* newest_ = nullptr;               // writer only: where adds go (current_ unless resizing)
+  bool migrating_ = false;                // writer only: newest_ != current_
+  std::size_t grow_above_ = 0;            // writer only: set_thresholds()
+  std::size_t shrink_below_ = 0;
   std::size_t migrate_next_ = 0;          // writer only: the next old bucket to empty
   table* retired_head_ = nullptr;         // writer only: replaced tables, oldest first
   table* retired_tail_ = nullptr;
