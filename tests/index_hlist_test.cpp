@@ -236,6 +236,19 @@ TYPED_TEST(hlist_index_test, grows_and_shrinks_in_bounded_steps_and_frees_old_ta
   for (int i = kObjects - 10; i < kObjects; ++i) ASSERT_TRUE(index.unlink(*this->arena_.all[static_cast<std::size_t>(i)]));
 }
 
+TYPED_TEST(hlist_index_test, a_presized_index_is_not_shrunk_while_it_fills) {
+  name_index<TypeParam> index(hlist_options{.initial_buckets = 1024});
+  for (int i = 0; i < 1000; ++i) this->arena_.make_linked(index, "p" + std::to_string(i), i);
+  EXPECT_EQ(index.resizes(), 0u);
+  EXPECT_EQ(index.buckets(), 1024u);
+  for (int i = 0; i < 950; ++i) ASSERT_TRUE(index.unlink(*this->arena_.all[static_cast<std::size_t>(i)]));
+  EXPECT_EQ(index.buckets(), 1024u) << "unlinks leave the shrink to the next add";
+  session& s = this->arena_.make_linked(index, "after", -1);
+  EXPECT_EQ(index.buckets(), 128u) << "the add after a drain below 1/8 shrinks to bit_ceil(2 x size())";
+  ASSERT_TRUE(index.unlink(s));
+  for (int i = 950; i < 1000; ++i) ASSERT_TRUE(index.unlink(*this->arena_.all[static_cast<std::size_t>(i)]));
+}
+
 TYPED_TEST(hlist_index_test, resize_rounds_up_within_min_and_max_and_keeps_every_object) {
   name_index<TypeParam> index(hlist_options{.initial_buckets = 16, .min_buckets = 16, .max_buckets = 256, .grow = false});
   for (int i = 0; i < 300; ++i) this->arena_.make_linked(index, "r" + std::to_string(i), i);

@@ -61,8 +61,9 @@
 // resize (unlinks go on with one in progress), so a mass unlink — a registry's batch teardown —
 // runs at the speed of cds_hlist_del_rcu and leaves the table as it was. Growth: when an add makes
 // size() exceed the newest table's bucket count (load factor 1), to twice that. Shrink
-// (hlist_options::shrink, on by default): when an add finds size() below an eighth of the
-// buckets, to bit_ceil(2 x size()) (not below min_buckets). resize(n) does a whole resize at
+// (hlist_options::shrink, on by default): when an unlink has left size() below an eighth of the
+// buckets and the next add finds it still there, to bit_ceil(2 x size()) (not below
+// min_buckets) — so a presized table is not shrunk while it fills. resize(n) does a whole resize at
 // once, O(n).
 //
 // Grace periods: a replaced table is freed once a grace period of the index's grace_domain
@@ -328,9 +329,14 @@ class hlist_index {
     if (h.linked_in_ != this) return false;
     cds_hlist_del_rcu(&h.node_);  // h.node_.next stays: a reader standing on obj goes on from it
     h.linked_in_ = nullptr;       // owner_ and hash_ stay: a reader may still be reading them
-    size_.store(size_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
-    if (migrating_) [[unlikely]]
-      migrate_step();  // goes on with a resize, never starts one: a mass unlink runs at hlist speed
+    const std::size_t n = size_.load(std::memory_order_relaxed) - 1;
+    size_.store(n, std::memory_order_relaxed);
+    if (migrating_ || n < shrink_below_) [[unlikely]] {
+      // Goes on with a resize, never starts one (a mass unlink runs at hlist speed): a shrink
+      // is left to the next add.
+      if (n < shrink_below_) shrink_wanted_ = true;
+      if (migrating_) migrate_step();
+    }
     return true;
   }
 
@@ -594,7 +600,7 @@ class hlist_index {
     size_.store(n, std::memory_order_relaxed);
     // One test on the common path: a migration, a size past a threshold, or (every 64th size)
     // retired tables to look at.
-    if (migrating_ || n > grow_above_ || n < shrink_below_ || (retired_head_ != nullptr && n % 64 == 0)) [[unlikely]]
+    if (migrating_ || n > grow_above_ || shrink_wanted_ || (retired_head_ != nullptr && n % 64 == 0)) [[unlikely]]
       after_link();
   }
 
@@ -627,7 +633,8 @@ class hlist_index {
     const std::size_t b = newest_->buckets();
     std::size_t target = b;
     if (options_.grow && n > b) target = clamp(b * 2);
-    else if (options_.shrink && n < b / 8) target = clamp(std::bit_ceil(n * 2 == 0 ? std::size_t{1} : n * 2));
+    else if (shrink_wanted_ && n < b / 8) target = clamp(std::bit_ceil(n * 2 == 0 ? std::size_t{1} : n * 2));
+    else shrink_wanted_ = false;  // an add that finds size() back above b/8 drops the request
     if (target == b) return;
     if constexpr (!kRuntimeFlavor) {
       if (retired_bytes_ > newest_->bytes()) {  // only when the index oscillates: see the file comment
@@ -655,6 +662,7 @@ class hlist_index {
     newest_->future.store(t, std::memory_order_release);  // readers of the old table look here next
     newest_ = t;
     migrating_ = true;
+    shrink_wanted_ = false;
     set_thresholds();
     migrate_next_ = 0;
     ++resizes_;
@@ -761,6 +769,7 @@ class hlist_index {
   std::atomic<table*> current_{nullptr};  // where readers start; release-stored by the writer
   table* newest_ = nullptr;               // writer only: where adds go (current_ unless resizing)
   bool migrating_ = false;                // writer only: newest_ != current_
+  bool shrink_wanted_ = false;            // writer only: an unlink left size() below shrink_below_
   std::size_t grow_above_ = 0;            // writer only: set_thresholds()
   std::size_t shrink_below_ = 0;
   std::size_t migrate_next_ = 0;          // writer only: the next old bucket to empty
