@@ -191,7 +191,7 @@ TYPED_TEST(hlist_index_test, destroying_a_non_empty_index_reports_and_unlinks_th
   EXPECT_FALSE(a.by_name.is_linked());
 }
 
-// Growth and shrink in bounded steps: a doubling finishes within B/4 updates, only adds start a
+// Growth and shrink in bounded steps: a doubling finishes within B/8 updates, only adds start a
 // resize, and the replaced tables wait for a grace period of the index's domain.
 TYPED_TEST(hlist_index_test, grows_and_shrinks_in_bounded_steps_and_frees_old_tables_after_a_grace_period) {
   grace_domain<TypeParam> domain;
@@ -210,7 +210,7 @@ TYPED_TEST(hlist_index_test, grows_and_shrinks_in_bounded_steps_and_frees_old_ta
     }
   }
   EXPECT_EQ(index.buckets(), 4096u);
-  EXPECT_LE(longest_resize, 2048u / 4) << "a doubling of B buckets finishes within B/4 updates";
+  EXPECT_LE(longest_resize, 2048u / 8) << "a doubling of B buckets finishes within B/8 updates";
   EXPECT_GE(index.retired_tables(), 1u) << "no grace period of the domain yet: the old tables wait";
   for (int i = 0; i < kObjects; ++i) ASSERT_EQ(find_in_guard(index, "g" + std::to_string(i)), this->arena_.all[static_cast<std::size_t>(i)].get());
   domain.synchronize();
@@ -367,10 +367,10 @@ void readers_find_every_key_during_continuous_resizes() {
   std::printf("%ld lookups, %zu of %d updates during a resize, %zu grows, %zu shrinks\n", lookups.load(),
               updates_resizing, kCycles * kChurn * 2, grows, shrinks);
   // Each cycle grows to 4096 buckets and shrinks (200 stable keys: to 1024, the shrink's
-  // migration running into the next cycle's adds), so a fifth of the updates move entries.
+  // migration running into the next cycle's adds), so a tenth of the updates or more move entries.
   EXPECT_GE(grows, static_cast<std::size_t>(kCycles)) << "each cycle grows";
   EXPECT_GE(shrinks, static_cast<std::size_t>(kCycles) - 1) << "each cycle shrinks back";
-  EXPECT_GT(updates_resizing * 6, static_cast<std::size_t>(kCycles) * kChurn * 2) << "a sixth of the updates or more moved entries";
+  EXPECT_GT(updates_resizing * 10, static_cast<std::size_t>(kCycles) * kChurn * 2) << "a tenth of the updates or more moved entries";
 }
 
 TEST(hlist_index_resize, memb_readers_find_every_key_during_continuous_grow_and_shrink) {

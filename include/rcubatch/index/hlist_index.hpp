@@ -55,9 +55,10 @@
 //   - when the old table is empty the new one becomes current; the old one is freed after a
 //     grace period (below).
 // No grace period is waited for during a resize, and grow and shrink are the same code.
-// Bound: each update migrates at most kMigrateVisits (8) old buckets and kMigrateMoves (4)
+// Bound: each update migrates at most kMigrateVisits (16) old buckets and kMigrateMoves (8)
 // entries, so no update pays more than that; a doubling at load factor 1 finishes within
-// B/4 updates (B: the old bucket count), before the next doubling is due. Only adds start a
+// B/8 updates (B: the old bucket count), long before the next doubling is due (lookups search two
+// tables meanwhile: for sizes between B and 1.125 B). Only adds start a
 // resize (unlinks go on with one in progress), so a mass unlink — a registry's batch teardown —
 // runs at the speed of cds_hlist_del_rcu and leaves the table as it was. Growth: when an add makes
 // size() exceed the newest table's bucket count (load factor 1), to twice that. Shrink
@@ -173,8 +174,8 @@ class hlist_index {
   static_assert(std::is_invocable_v<const KeyOf&, const T&>,
                 "hlist_index: KeyOf must be callable as key_of(const T&) and return the key.");
 
-  static constexpr unsigned kMigrateVisits = 8;  // old buckets an update may empty
-  static constexpr unsigned kMigrateMoves = 4;   // entries an update may move
+  static constexpr unsigned kMigrateVisits = 16;  // old buckets an update may empty
+  static constexpr unsigned kMigrateMoves = 8;    // entries an update may move
 
   /// One bucket array. Readers reach it through current_ and then each table's future.
   struct table {
