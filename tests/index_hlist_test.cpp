@@ -349,6 +349,10 @@ void readers_find_every_key_during_continuous_resizes() {
       ASSERT_TRUE(index.add_unique(*churn.back()));
       count_resize();
     }
+    for (std::size_t b : {std::size_t{16384}, std::size_t{1024}, std::size_t{4096}}) {
+      index.resize(b);  // whole migrations back to back: the densest moves readers can meet
+      count_resize();
+    }
     for (auto& s : churn) {
       ASSERT_TRUE(index.unlink(*s));
       count_resize();
