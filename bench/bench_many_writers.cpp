@@ -29,6 +29,10 @@
 //                         liburcu's worker's, which calls liburcu directly and is not countable
 //                         from outside (call_rcu_gps_uncounted = 1 says so in the JSON).
 //   domain_gps_per_object the registry's grace_domain stats().grace_periods / objects (cross-check)
+//   gps_per_batch         GPs per batch, exact: serialized modes run one batch per object (so it
+//                         equals gps_per_object); async and sync_combined: the reclaimer's
+//                         async_stats grace_periods / batches (a pipelined batch skips its GP #1,
+//                         async_gps_pipelined counts those skips); call_rcu: -1
 //   submit_p50_us, submit_p99_us    latency of one unregister / submit call (per-thread fixed
 //                         log-linear histograms, merged; 12.5 % bucket resolution)
 //   destroy_p50_us, destroy_p99_us  request (just before the call) -> the destroy hook / free callback
@@ -339,6 +343,8 @@ void report_async_stats(benchmark::State& st, const reclaimer_t<Flavor>* r) {
   c["async_max_requests_per_batch"] = static_cast<double>(s.max_requests_per_batch);
   c["async_max_threads_per_batch"] = static_cast<double>(s.max_threads_per_batch);
   c["async_lib_gps"] = static_cast<double>(s.grace_periods);
+  c["async_gps_pipelined"] = static_cast<double>(s.gps_pipelined);
+  c["gps_per_batch"] = s.batches ? static_cast<double>(s.grace_periods) / static_cast<double>(s.batches) : 0.0;
   c["async_pending_bytes_high_water"] = static_cast<double>(s.pending_bytes_high_water);
   c["async_blocked_submits"] = static_cast<double>(s.blocked_submits);
   c["async_latency_p99_us"] = static_cast<double>(s.latency_p99.count()) * 1e-3;
@@ -512,6 +518,9 @@ void bm_many_writers(benchmark::State& st, mode m, std::size_t per_thread) {
   c["call_rcu_gps_uncounted"] = m == mode::call_rcu ? 1.0 : 0.0;
   c["domain_gps_per_object"] =
       m == mode::call_rcu ? -1.0 : static_cast<double>(f.domain.stats().grace_periods - f.domain_gps0) / objects;
+  // Serialized modes run one batch per object; the async modes overwrite this with the
+  // reclaimer's own batches (report_async_stats below).
+  c["gps_per_batch"] = m == mode::call_rcu ? -1.0 : gps / objects;
   c["mean_gp_us"] = gps > 0 ? gp_ns / gps * 1e-3 : 0.0;
   c["gp_min_us"] = static_cast<double>(Flavor::min_gp_us);
   c["submit_p50_us"] = f.submit_latency.quantile(0.50) * 1e-3;

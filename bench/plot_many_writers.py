@@ -144,8 +144,8 @@ def summary(ctx, table, prod, src):
              f"CPUs: {ctx.get('mw_cpus', '?')}; objects per thread {ctx.get('mw_objects_per_thread', '?')} "
              f"(gp:1ms: {ctx.get('mw_objects_per_thread_gp1ms', '?')}); object {ctx.get('mw_object_bytes', '?')} bytes.",
              "",
-             "| case | objects/s | submit objects/s | GPs/object | submit p50 / p99 µs | destroy p50 / p99 µs | peak pending bytes | batches (max req/batch) |",
-             "|---|---|---|---|---|---|---|---|"]
+             "| case | objects/s | submit objects/s | GPs/object | GPs/batch | submit p50 / p99 µs | destroy p50 / p99 µs | peak pending bytes | batches (max req/batch) |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for gp in ["real", "gp:1ms"]:
         for mode in MODES:
             for w in [1, 2, 4, 8]:
@@ -156,7 +156,7 @@ def summary(ctx, table, prod, src):
                 if "async_batches" in r:
                     batches = f"{fmt(r['async_batches'])} ({fmt(r['async_max_requests_per_batch'])})"
                 lines.append(f"| `{r['name']}` | {fmt(r['objects_per_s'])} | {fmt(r['submit_objects_per_s'])} | "
-                             f"{fmt(r['gps_per_object'])} | {fmt(r['submit_p50_us'])} / {fmt(r['submit_p99_us'])} | "
+                             f"{fmt(r['gps_per_object'])} | {fmt(r.get('gps_per_batch'))} | {fmt(r['submit_p50_us'])} / {fmt(r['submit_p99_us'])} | "
                              f"{fmt(r['destroy_p50_us'])} / {fmt(r['destroy_p99_us'])} | "
                              f"{fmt(r['peak_pending_bytes'])} | {batches} |")
     if prod:
@@ -181,6 +181,22 @@ def summary(ctx, table, prod, src):
     c = get("sync_combined", "gp:1ms", 8)
     if c:
         lines.append(f"- sync_combined GPs/object, gp:1ms: {c['gps_per_object']:.4g}; target <= 0.25")
+
+    lines += ["", "Issue 24's targets (ratios within this run):", ""]
+    for w in [1, 2, 4, 8]:
+        c, s = get("sync_combined", "real", w), get("serialized", "real", w)
+        if c and s:
+            goal = ">= 0.9" if w == 1 else ">= 1.0"
+            lines.append(f"- W = {w}: sync_combined / serialized objects/s {c['objects_per_s'] / s['objects_per_s']:.2f}x; target {goal}")
+    c = get("sync_combined", "gp:1ms", 8)
+    if c:
+        lines.append(f"- sync_combined GPs/object, gp:1ms, W = 8: {c['gps_per_object']:.4g}; target <= 0.2")
+    a, cr = get("async", "real", 8), get("call_rcu", "real", 8)
+    if a:
+        lines.append(f"- async GPs/batch, W = 8: {fmt(a.get('gps_per_batch'))} ({fmt(a.get('async_gps_pipelined'))} GPs #1 "
+                     f"skipped of {fmt(a.get('async_batches'))} batches); target <= 1.2; GPs/object {a['gps_per_object']:.4g}, target <= 0.01")
+    if a and cr:
+        lines.append(f"- async / call_rcu objects/s, W = 8: {a['objects_per_s'] / cr['objects_per_s']:.2f}x; target >= 1.0")
     return "\n".join(lines) + "\n"
 
 

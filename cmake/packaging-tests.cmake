@@ -20,6 +20,14 @@
 #                      tests/pkg-config/Makefile: make + pkg-config only, rcubatch.pc and rcubatch-qsbr.pc
 #   packaging.add_subdirectory
 #                      builds and runs tests/add-subdirectory (rcubatch as a subproject)
+#   packaging.deb      cpack -G DEB; dpkg -c lists the headers, CMake package, pkg-config files, tsan.supp
+#                      and docs; the control fields; dpkg -x into a scratch root
+#                      (cmake/packaging-deb.cmake)
+#   packaging.deb.find_package, packaging.deb.pkg_config
+#                      tests/find-package and tests/pkg-config built against that root's /usr
+#   example.template.<name>.copy, example.template.<name>
+#                      examples/<name> copied to an empty folder (with examples/common when it uses
+#                      median.hpp), configured, built and its ctest tests run against that prefix
 #
 # The consumer projects are configured from scratch by `ctest --build-and-test`. They get the
 # parent's compiler and build type but not its CMAKE_CXX_FLAGS: a sanitizer preset's flags are
@@ -68,18 +76,24 @@ set_tests_properties(packaging.install PROPERTIES
   FIXTURES_REQUIRED rcubatch_prefix_clean
   FIXTURES_SETUP rcubatch_installed)
 
-add_test(NAME packaging.find_package
-  COMMAND ${CMAKE_CTEST_COMMAND}
-    --build-and-test ${_rcubatch_pkg_src}/tests/find-package
-                     ${_rcubatch_pkg_bin}/packaging-find-package
-    ${_rcubatch_pkg_generator_args}
-    ${_rcubatch_pkg_config_args}
-    --build-options
-      -DCMAKE_CXX_COMPILER=${CMAKE_CXX_COMPILER}
-      -DCMAKE_PREFIX_PATH=${_rcubatch_pkg_prefix}
-      -DCMAKE_FIND_PACKAGE_PREFER_CONFIG=ON
-      ${_rcubatch_pkg_build_type}
-    --test-command ${CMAKE_CTEST_COMMAND} --output-on-failure ${_rcubatch_pkg_ctest_config})
+# _rcubatch_pkg_consumer_test(<test> <source dir> <binary dir> <prefix> [ctest args...]): a consumer
+# project configured, built and tested from scratch against the rcubatch installed under <prefix>.
+function(_rcubatch_pkg_consumer_test name source binary prefix)
+  add_test(NAME ${name}
+    COMMAND ${CMAKE_CTEST_COMMAND}
+      --build-and-test ${source} ${binary}
+      ${_rcubatch_pkg_generator_args}
+      ${_rcubatch_pkg_config_args}
+      --build-options
+        -DCMAKE_CXX_COMPILER=${CMAKE_CXX_COMPILER}
+        -DCMAKE_PREFIX_PATH=${prefix}
+        -DCMAKE_FIND_PACKAGE_PREFER_CONFIG=ON
+        ${_rcubatch_pkg_build_type}
+      --test-command ${CMAKE_CTEST_COMMAND} --output-on-failure ${_rcubatch_pkg_ctest_config} ${ARGN})
+endfunction()
+
+_rcubatch_pkg_consumer_test(packaging.find_package ${_rcubatch_pkg_src}/tests/find-package
+                            ${_rcubatch_pkg_bin}/packaging-find-package ${_rcubatch_pkg_prefix})
 set_tests_properties(packaging.find_package PROPERTIES
   FIXTURES_REQUIRED rcubatch_installed
   LABELS packaging
@@ -181,6 +195,59 @@ set_tests_properties(packaging.components.qsbr_cds packaging.components.memb_mis
 
 set_tests_properties(packaging.clean_prefix packaging.install PROPERTIES LABELS packaging)
 
+# The Debian package: built, listed, unpacked into a scratch root, and consumed from there.
+find_program(RCUBATCH_DPKG NAMES dpkg DOC "dpkg, for the packaging.deb tests")
+find_program(RCUBATCH_DPKG_DEB NAMES dpkg-deb DOC "dpkg-deb, for the packaging.deb tests")
+mark_as_advanced(RCUBATCH_DPKG RCUBATCH_DPKG_DEB)
+set(_rcubatch_pkg_deb ${_rcubatch_pkg_bin}/packaging-deb)
+add_test(NAME packaging.deb
+  COMMAND ${CMAKE_COMMAND} -DBUILD=${_rcubatch_pkg_bin} -DOUT=${_rcubatch_pkg_deb} -DCPACK=${CMAKE_CPACK_COMMAND}
+          -DDPKG=${RCUBATCH_DPKG} -DDPKG_DEB=${RCUBATCH_DPKG_DEB} -DVERSION=${PROJECT_VERSION}
+          -P ${_rcubatch_pkg_src}/cmake/packaging-deb.cmake)
+set_tests_properties(packaging.deb PROPERTIES FIXTURES_SETUP rcubatch_deb_unpacked)
+_rcubatch_pkg_consumer_test(packaging.deb.find_package ${_rcubatch_pkg_src}/tests/find-package
+                            ${_rcubatch_pkg_deb}/find-package ${_rcubatch_pkg_deb}/root/usr)
+add_test(NAME packaging.deb.pkg_config
+  COMMAND ${CMAKE_COMMAND} -E env PKG_CONFIG_PATH=${_rcubatch_pkg_deb}/root/usr/share/pkgconfig
+    ${RCUBATCH_MAKE_PROGRAM} -B -C ${_rcubatch_pkg_src}/tests/pkg-config
+    OUT=${_rcubatch_pkg_deb}/pkg-config CXX=${CMAKE_CXX_COMPILER} PKG_CONFIG=${PKG_CONFIG_EXECUTABLE}
+    check)
+set_tests_properties(packaging.deb.find_package packaging.deb.pkg_config PROPERTIES
+  FIXTURES_REQUIRED rcubatch_deb_unpacked
+  TIMEOUT 600)
+set_tests_properties(packaging.deb packaging.deb.find_package packaging.deb.pkg_config PROPERTIES LABELS packaging)
+if(NOT RCUBATCH_DPKG OR NOT RCUBATCH_DPKG_DEB OR NOT RCUBATCH_MAKE_PROGRAM)  # not a Debian system
+  set_tests_properties(packaging.deb packaging.deb.find_package packaging.deb.pkg_config PROPERTIES DISABLED TRUE)
+endif()
+
+# Each example directory is a template: copied out of the tree, it builds and runs against the
+# installed package alone. Entries: <name>;<sibling it needs or "">;<ctest regex of its tests>.
+# netdev runs its smoke tests only (its seed scripts run in the tree's own build).
+set(_rcubatch_pkg_templates
+  "demo\;common\;."
+  "sessions\;\;."
+  "netdev\;common\;^netdev\\.smoke\\.")
+foreach(_rcubatch_pkg_entry IN LISTS _rcubatch_pkg_templates)
+  list(GET _rcubatch_pkg_entry 0 _rcubatch_pkg_name)
+  list(GET _rcubatch_pkg_entry 1 _rcubatch_pkg_with)
+  list(GET _rcubatch_pkg_entry 2 _rcubatch_pkg_regex)
+  set(_rcubatch_pkg_dest ${_rcubatch_pkg_bin}/example-templates/${_rcubatch_pkg_name})
+  add_test(NAME example.template.${_rcubatch_pkg_name}.copy
+    COMMAND ${CMAKE_COMMAND} -DEXAMPLES=${_rcubatch_pkg_src}/examples -DNAME=${_rcubatch_pkg_name}
+            -DWITH=${_rcubatch_pkg_with} -DDEST=${_rcubatch_pkg_dest}/src
+            -P ${_rcubatch_pkg_src}/cmake/example-template-copy.cmake)
+  set_tests_properties(example.template.${_rcubatch_pkg_name}.copy PROPERTIES
+    FIXTURES_SETUP rcubatch_template_${_rcubatch_pkg_name}
+    LABELS packaging)
+  _rcubatch_pkg_consumer_test(example.template.${_rcubatch_pkg_name}
+    ${_rcubatch_pkg_dest}/src/${_rcubatch_pkg_name} ${_rcubatch_pkg_dest}/build ${_rcubatch_pkg_prefix}
+    --no-tests=error -R ${_rcubatch_pkg_regex})
+  set_tests_properties(example.template.${_rcubatch_pkg_name} PROPERTIES
+    FIXTURES_REQUIRED "rcubatch_installed;rcubatch_template_${_rcubatch_pkg_name}"
+    LABELS packaging
+    TIMEOUT 900)
+endforeach()
+
 unset(_rcubatch_pkg_src)
 unset(_rcubatch_pkg_bin)
 unset(_rcubatch_pkg_prefix)
@@ -196,3 +263,10 @@ unset(_rcubatch_pkg_module)
 unset(_rcubatch_pkg_module_dir)
 unset(_rcubatch_pkg_only_qsbr_cds)
 unset(_rcubatch_pkg_components_options)
+unset(_rcubatch_pkg_templates)
+unset(_rcubatch_pkg_deb)
+unset(_rcubatch_pkg_entry)
+unset(_rcubatch_pkg_name)
+unset(_rcubatch_pkg_with)
+unset(_rcubatch_pkg_regex)
+unset(_rcubatch_pkg_dest)

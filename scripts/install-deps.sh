@@ -11,6 +11,7 @@ packages=(
   clang libclang-rt-14-dev  # clang 14's sanitizer runtimes live in libclang-rt-14-dev
   liburcu-dev libboost-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  doxygen  # the API reference (cmake --build <build> --target docs)
 )
 bench_peer_packages=(libcds-dev libdpdk-dev python3-matplotlib)
 

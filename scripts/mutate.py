@@ -121,6 +121,10 @@ MUTANTS = [
      "      if (access::begin_drain(r) || true) {", W),
     ("gp1_skipped", RM,
      "    grace_period(phase::grace_period_1);\n", "", W),
+    ("pipelined_skip_ignores_elapsed", RM,  # issue 24: GP #1 skipped although none has elapsed
+     "    if (!any_close_many && unlisted_before_ && domain_.elapsed(*unlisted_before_)) {",
+     "    if (!any_close_many && unlisted_before_) {",
+     ("async_unregister_test", r"^async_unregister\.async_memb\.a_reader_inside_its_section_across_a_batch")),
     ("unregistering_state_skipped", RM,
      "        access::set_state(*it, reg_state::unregistering);\n", "", W),
     ("retire_twice_not_checked", BA,

@@ -168,6 +168,24 @@ TEST_F(async_counting, a_combined_batch_that_unlinks_nothing_after_the_first_cos
   combined_batch<one_gp_registry>(1);
 }
 
+TEST_F(async_counting, a_thread_is_counted_in_every_batch_it_submits_to) {
+  // The distinct-threads count skips its set for a thread's repeat submits into one batch
+  // (t_last_submit_generation): the next batch must count that thread again.
+  ledger book(4);
+  g_ledger = &book;
+  one_gp_registry reg;
+  async_unregister reclaimer(reg, manual());
+  std::vector<item*> all;
+  for (int i = 0; i < 4; ++i) all.push_back(add_item(reg, i));
+  for (int batch = 0; batch < 2; ++batch) {
+    ASSERT_TRUE(reclaimer.submit(*all[static_cast<std::size_t>(2 * batch)]));
+    ASSERT_TRUE(reclaimer.submit(*all[static_cast<std::size_t>(2 * batch + 1)]));
+    EXPECT_EQ(reclaimer.run_now(), 2u);
+    EXPECT_EQ(reclaimer.stats().last_batch.threads, 1u) << "batch " << batch;
+  }
+  EXPECT_EQ(book.total_destroyed(), 4);
+}
+
 TEST_F(async_counting, synchronous_callers_combine_through_wait) {
   // Background thread, no threshold or timer ever due (batch_count and max_age out of reach):
   // every batch is led by a waiting caller (issue 24). kThreads callers unregister kEach objects

@@ -35,6 +35,13 @@ struct session_policy : rcubatch::indexed<session, session_ids, session_names> {
 };
 using table = rcubatch::registry<session_policy, rcubatch::indexed<stream, stream_ids>>;
 
+bool close_session_named(table& t, const std::string& name) {
+  // Looked up under the writer lock: of two threads racing to close it, one gets `unregistered`,
+  // the other `not_found` (never a freed object). Its streams go in the same batch.
+  rcubatch::unregister_result r = t.try_unregister<session_names>(name);
+  return r.status == rcubatch::unregister_status::unregistered;
+}
+
 void close_sessions(table& t, const std::vector<session*>& doomed) {
   rcubatch::batch_stats st = t.unregister_many(doomed);  // takes the lock; sessions and streams
   std::printf("closed %zu sessions and their streams with %u grace periods\n", doomed.size(), st.grace_periods);
@@ -61,6 +68,12 @@ int main() {
   table t;
   std::vector<session*> open;
   for (std::uint64_t id = 0; id < kSessions; ++id) open.push_back(open_session(t, id, 1 + id % 4));
+
+  // By key: one more session, closed by name; the second try finds nothing (a lost race looks so).
+  open_session(t, kSessions, 2);
+  const std::string extra = "session-" + std::to_string(kSessions);
+  if (!close_session_named(t, extra) || close_session_named(t, extra)) return 1;
+  std::printf("closed %s by name; a second close found nothing\n", extra.c_str());
 
   // A reader looks sessions up by id and by name while the writer closes them; a holder keeps a
   // reference on one session across the close (the batch waits for it, and only for it).

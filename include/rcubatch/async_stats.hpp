@@ -35,17 +35,17 @@ struct async_stats {
   std::uint64_t grace_periods = 0;    ///< GPs those batches waited for (batch_stats::grace_periods)
   std::uint64_t gps_pipelined = 0;    ///< GPs #1 those batches skipped (batch_stats::gps_pipelined)
   std::uint64_t objects = 0;          ///< objects destroyed by them, dependents included
-  std::size_t max_requests_per_batch = 0;
-  std::size_t max_threads_per_batch = 0;
+  std::size_t max_requests_per_batch = 0;  ///< the most requests one batch took
+  std::size_t max_threads_per_batch = 0;   ///< the most submitting threads one batch served
   std::size_t pending_count = 0;           ///< requests not yet destroyed, now
   std::size_t pending_bytes = 0;           ///< their charged bytes, now
-  std::size_t pending_count_high_water = 0;
-  std::size_t pending_bytes_high_water = 0;
+  std::size_t pending_count_high_water = 0;  ///< the most requests pending at once
+  std::size_t pending_bytes_high_water = 0;  ///< the most charged bytes pending at once
   std::size_t blocked_now = 0;             ///< submitters blocked on the budget right now
   std::chrono::nanoseconds latency_p50{};  ///< request → destroy, histogram bucket upper bound
-  std::chrono::nanoseconds latency_p99{};
+  std::chrono::nanoseconds latency_p99{};  ///< the same, 99th percentile
   std::chrono::nanoseconds latency_max{};  ///< exact
-  async_batch_report last_batch{};
+  async_batch_report last_batch{};  ///< the most recent batch's report
 };
 
 }  // namespace rcubatch

@@ -150,14 +150,14 @@ enum class over_budget : unsigned char {
 /// How an async_unregister batches. Every threshold counts requests pending (submitted, not yet
 /// taken by a batch); the budget counts requests not yet destroyed.
 struct async_options {
-  reclaim_mode mode = reclaim_mode::background_thread;
+  reclaim_mode mode = reclaim_mode::background_thread;  ///< who runs the batches (reclaim_mode)
   std::size_t batch_count = 4096;                ///< a batch starts at this many pending requests
   std::size_t batch_bytes = std::size_t{4} << 20;  ///< ... or at this many pending bytes
   /// ... or when the oldest pending request is this old, counted from the later of its submit and
   /// the end of the previous batch (see the file comment). 0: as soon as anything is pending.
   std::chrono::microseconds max_age{1000};
   std::size_t budget_bytes = std::size_t{64} << 20;  ///< charged bytes (submitted, not destroyed) at most
-  over_budget when_over_budget = over_budget::block;
+  over_budget when_over_budget = over_budget::block;  ///< a submit above the budget blocks or is refused
   /// Release the registry's writer lock during the batch's waits (rollback_many.hpp). Turn it off
   /// only if a lock nests inside the writer lock; submitters then wait for the batches' GPs.
   bool unlock_during_waits = true;
@@ -165,7 +165,7 @@ struct async_options {
   /// same switch and says what it costs); only read when unlock_during_waits is off. With it on,
   /// submit from destroy is refused (holds_writer_lock) instead of deadlocking.
   bool hold_lock_through_drain = false;
-  rollback_options rollback{};
+  rollback_options rollback{};  ///< passed to each batch's rollback_many
   /// Called after each batch on the thread that ran it, outside every lock of this object and of
   /// the registry. Must not throw (an exception is caught and dropped). On the background thread
   /// it must not wait for batches (wait, unregister, drain, run_now: diagnosed, refused).
@@ -184,6 +184,7 @@ class unregister_ticket {
   explicit operator bool() const noexcept { return sequence_ != 0; }
   /// The request's number in its reclaimer, 1, 2, 3, ... in submit order (0: empty ticket).
   std::uint64_t sequence() const noexcept { return sequence_; }
+  /// Equal when they name the same request (or are both empty).
   friend bool operator==(unregister_ticket, unregister_ticket) = default;
 
  private:
@@ -201,6 +202,11 @@ inline std::atomic<std::uint64_t> g_next_reclaimer_id{1};
 inline thread_local const void* t_running_batch_of = nullptr;
 /// The async_unregister whose background reclaimer thread this is (on_batch runs there), if any.
 inline thread_local const void* t_reclaimer_thread_of = nullptr;
+/// The generation (async_unregister::generation::id, unique per process) this thread last
+/// submitted to: a repeat submit into the same batch skips the distinct-threads set, whose
+/// insert (hash + node allocation) was ~10 % of a submit's instructions (callgrind, issue 24).
+inline thread_local std::uint64_t t_last_submit_generation = 0;
+inline std::atomic<std::uint64_t> g_next_generation_id{1};
 
 template <class Tuple>
 struct thread_registrations;
@@ -221,9 +227,9 @@ concept has_pending_bytes = requires(P& p, const T& t) {
 template <class Flavor, class Lockable, class... Policies>
 class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
  public:
-  using registry_type = basic_registry<Flavor, Lockable, Policies...>;
-  using flavor_type = Flavor;
-  using clock = std::chrono::steady_clock;
+  using registry_type = basic_registry<Flavor, Lockable, Policies...>;  ///< the registry it unregisters from
+  using flavor_type = Flavor;                                           ///< the registry's liburcu flavor
+  using clock = std::chrono::steady_clock;                              ///< what ages and latencies are measured with
 
  private:
   static constexpr std::size_t kTypes = sizeof...(Policies);
@@ -336,7 +342,11 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
         generation& g = generations_[current_];
         if (g.submit_times.size() == g.submit_times.capacity())  // geometric: push_back below cannot throw
           g.submit_times.reserve(std::max<std::size_t>(64, 2 * g.submit_times.capacity()));
-        g.threads.insert(std::this_thread::get_id());
+        if (g.id == 0) g.id = detail::g_next_generation_id.fetch_add(1, std::memory_order_relaxed);
+        if (detail::t_last_submit_generation != g.id) {
+          g.threads.insert(std::this_thread::get_id());
+          detail::t_last_submit_generation = g.id;
+        }
         g.submit_times.push_back(clock::now());
       } catch (...) {
         q.remove(t);
@@ -464,14 +474,17 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   }
 
   /// The registry and the options given at construction. Throws: nothing.
+  ///@{
   registry_type& registry() noexcept { return registry_; }
   const async_options& options() const noexcept { return options_; }
+  ///@}
 
  private:
   /// The per-request data of the requests pending in one of the two queue sets.
   struct generation {
     std::vector<clock::time_point> submit_times;
     std::unordered_set<std::thread::id> threads;
+    std::uint64_t id = 0;  // set by its first submit, from g_next_generation_id; 0: none yet
     std::size_t bytes = 0;
     std::optional<gp_cookie> unlisted_before;  // taken after the last submit's unlist
   };

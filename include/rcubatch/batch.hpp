@@ -56,13 +56,21 @@ namespace rcubatch {
 template <class T>
 class object_range {
  public:
+  /// A forward iterator over T& (the objects, not their list nodes).
   using iterator = detail::typed_iterator<T, detail::registrable_list::iterator>;
+  /// The objects from `first` up to `last`. Throws: nothing.
   object_range(iterator first, iterator last) noexcept : first_(first), last_(last) {}
+  /// Copies are noexcept (the reason this type exists).
+  ///@{
   object_range(const object_range& other) noexcept = default;
   object_range& operator=(const object_range& other) noexcept = default;
+  ///@}
+  /// The range, for range-for; empty() when no object of the lane joined in this round.
+  ///@{
   iterator begin() const noexcept { return first_; }
   iterator end() const noexcept { return last_; }
   bool empty() const noexcept { return first_ == last_; }
+  ///@}
 
  private:
   iterator first_;
@@ -136,6 +144,8 @@ struct boxed_retiree final : retire_node {
 };
 }  // namespace detail
 
+/// The running rollback_many, as the policy's hooks see it: queue dependents, retire sub-objects,
+/// note extra unlinks (the operations and their contracts are in the file comment above).
 class batch {
   using access = detail::registrable_access;
 
@@ -280,6 +290,7 @@ class batch {
     return n;
   }
 
+  /// The running batch's statistics so far (filled in as its phases end). Throws: nothing.
   const batch_stats& stats() const noexcept { return stats_; }
 
  private:

@@ -15,7 +15,7 @@ namespace rcubatch {
 
 /// What one batch did and what it cost; all zeros by default, filled in by the batch.
 struct batch_stats {
-  using duration = std::chrono::nanoseconds;
+  using duration = std::chrono::nanoseconds;  ///< every time in it
 
   std::size_t objects = 0;            ///< objects torn down, dependents included
   std::size_t dependents_added = 0;   ///< objects queued by hooks while the batch ran
@@ -35,14 +35,17 @@ struct batch_stats {
   /// destroy hook), and how many times the batch entered each phase (a round of dependents enters
   /// close, unlist and notify again; a phase the table says is skipped stays at 0).
   std::array<duration, kPhases> phase_time{};
-  std::array<unsigned, kPhases> phase_entries{};
+  std::array<unsigned, kPhases> phase_entries{};  ///< how often each phase was entered, by phase
   duration longest_drain_wait{};      ///< longest time one object waited for its last reference
   duration lock_hold{};               ///< time rollback_many ran with the caller's writer lock held
   duration elapsed{};                 ///< whole call
 
+  /// Phase p's time (phase_time) and entry count (phase_entries). Throws: nothing.
+  ///@{
   duration& time_of(phase p) noexcept { return phase_time[static_cast<std::size_t>(p)]; }
   duration time_of(phase p) const noexcept { return phase_time[static_cast<std::size_t>(p)]; }
   unsigned entries_of(phase p) const noexcept { return phase_entries[static_cast<std::size_t>(p)]; }
+  ///@}
 };
 
 }  // namespace rcubatch

@@ -31,8 +31,12 @@
 
 namespace rcubatch {
 
+/// A fake rcu_flavor for unit tests: counts grace periods, waits for none (file comment above).
+/// Tag keeps one test's counters apart from another's.
 template <class Tag>  // default (void): fwd.hpp
 struct counting_flavor {
+  /// The rcu_flavor members (contract: flavor.hpp's rcu_flavor), minus the waiting: no-ops here.
+  ///@{
   static constexpr std::string_view name = "counting";
   static constexpr bool quiescent_state_based = false;
   static constexpr bool registers_lazily = true;
@@ -45,6 +49,7 @@ struct counting_flavor {
   static void quiescent_state() noexcept {}
   static void thread_offline() noexcept {}
   static void thread_online() noexcept {}
+  ///@}
 
   /// Effects: counts one GP, calls on_synchronize (if set), then runs every callback queued by
   /// call() so far, in order. Complexity: O(queued callbacks).

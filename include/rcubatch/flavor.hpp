@@ -104,7 +104,10 @@ concept rcu_flavor = requires(rcu_head* head, rcu_callback cb) {
 namespace flavor {
 
 // One struct per flavor; the bodies only forward, so the four read alike on purpose.
+/// liburcu's memb flavor, as an rcu_flavor.
 struct memb {
+  /// The rcu_flavor members, each forwarding to liburcu's urcu_memb_* (contract: rcu_flavor).
+  ///@{
   static constexpr std::string_view name = "memb";
   static constexpr bool quiescent_state_based = false;
   static void register_thread() noexcept { urcu_memb_register_thread(); }
@@ -118,11 +121,15 @@ struct memb {
   static void synchronize() noexcept { urcu_memb_synchronize_rcu(); }
   static void call(rcu_head* h, rcu_callback f) noexcept { urcu_memb_call_rcu(h, f); }
   static void barrier() noexcept { urcu_memb_barrier(); }
+  ///@}
   /// liburcu's function table for this flavor, as rculfhash wants it (cds_lfht_new_flavor).
   static const rcu_flavor_struct& table() noexcept { return urcu_memb_flavor; }
 };
 
+/// liburcu's qsbr flavor, as an rcu_flavor.
 struct qsbr {
+  /// The rcu_flavor members, each forwarding to liburcu's urcu_qsbr_* (contract: rcu_flavor).
+  ///@{
   static constexpr std::string_view name = "qsbr";
   static constexpr bool quiescent_state_based = true;
   static void register_thread() noexcept { urcu_qsbr_register_thread(); }
@@ -137,11 +144,15 @@ struct qsbr {
   static void synchronize() noexcept { urcu_qsbr_synchronize_rcu(); }
   static void call(rcu_head* h, rcu_callback f) noexcept { urcu_qsbr_call_rcu(h, f); }
   static void barrier() noexcept { urcu_qsbr_barrier(); }
+  ///@}
   /// liburcu's function table for this flavor, as rculfhash wants it (cds_lfht_new_flavor).
   static const rcu_flavor_struct& table() noexcept { return urcu_qsbr_flavor; }
 };
 
+/// liburcu's mb flavor, as an rcu_flavor.
 struct mb {
+  /// The rcu_flavor members, each forwarding to liburcu's urcu_mb_* (contract: rcu_flavor).
+  ///@{
   static constexpr std::string_view name = "mb";
   static constexpr bool quiescent_state_based = false;
   static void register_thread() noexcept { urcu_mb_register_thread(); }
@@ -155,12 +166,16 @@ struct mb {
   static void synchronize() noexcept { urcu_mb_synchronize_rcu(); }
   static void call(rcu_head* h, rcu_callback f) noexcept { urcu_mb_call_rcu(h, f); }
   static void barrier() noexcept { urcu_mb_barrier(); }
+  ///@}
   /// liburcu's function table for this flavor, as rculfhash wants it (cds_lfht_new_flavor).
   static const rcu_flavor_struct& table() noexcept { return urcu_mb_flavor; }
 };
 
-/// bp registers threads lazily on their first read_lock and has no unregister entry point.
+/// liburcu's bp flavor, as an rcu_flavor. bp registers threads lazily on their first read_lock
+/// and has no unregister entry point.
 struct bp {
+  /// The rcu_flavor members, each forwarding to liburcu's urcu_bp_* (contract: rcu_flavor).
+  ///@{
   static constexpr std::string_view name = "bp";
   static constexpr bool quiescent_state_based = false;
   static constexpr bool registers_lazily = true;
@@ -175,6 +190,7 @@ struct bp {
   static void synchronize() noexcept { urcu_bp_synchronize_rcu(); }
   static void call(rcu_head* h, rcu_callback f) noexcept { urcu_bp_call_rcu(h, f); }
   static void barrier() noexcept { urcu_bp_barrier(); }
+  ///@}
   /// liburcu's function table for this flavor, as rculfhash wants it (cds_lfht_new_flavor).
   static const rcu_flavor_struct& table() noexcept { return urcu_bp_flavor; }
 };

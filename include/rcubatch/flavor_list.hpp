@@ -53,8 +53,8 @@ struct flavor_list {
   static_assert((rcu_flavor<Flavors> && ...),
                 "every type in rcubatch::flavor_list must satisfy rcubatch::rcu_flavor (see flavor.hpp)");
 
-  static constexpr std::size_t size = sizeof...(Flavors);
-  static constexpr std::array<std::string_view, sizeof...(Flavors)> names{Flavors::name...};
+  static constexpr std::size_t size = sizeof...(Flavors);  ///< how many flavors
+  static constexpr std::array<std::string_view, sizeof...(Flavors)> names{Flavors::name...};  ///< their names, in order
 
   static_assert(
       [] {

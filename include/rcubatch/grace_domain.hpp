@@ -70,9 +70,11 @@ namespace rcubatch {
 struct gp_cookie {
   std::uint64_t sequence = 0;  ///< the domain sequence that satisfies it (even)
   std::uint64_t domain = 0;    ///< the issuing domain's id (0: issued by none)
+  /// Equal when both fields are.
   friend bool operator==(gp_cookie, gp_cookie) = default;
 };
 
+/// A grace_domain's counters (grace_domain::stats): what it waited for and what it saved.
 struct domain_stats {
   std::uint64_t grace_periods = 0;      ///< flavor synchronize calls actually made
   std::uint64_t elided_by_cookie = 0;   ///< wait_for calls that found their GP already ended
@@ -87,13 +89,15 @@ namespace detail {
 inline std::atomic<std::uint64_t> g_next_domain_id{1};
 }  // namespace detail
 
+/// Grace periods of one liburcu flavor, with cookies and coalescing of concurrent callers (the
+/// contracts are on each member and in the file comment above).
 template <class Flavor>
 class grace_domain {
   static_assert(rcu_flavor<Flavor>, "grace_domain<Flavor>: Flavor must model rcubatch::rcu_flavor "
                                     "(see flavor.hpp or counting_flavor.hpp).");
 
  public:
-  using flavor_type = Flavor;
+  using flavor_type = Flavor;  ///< the liburcu flavor whose grace periods this domain waits for
 
   /// Effects: a domain with no GP run yet and a fresh id. Throws: nothing. Complexity: O(1).
   grace_domain() noexcept = default;

@@ -84,7 +84,9 @@ enum class misuse_policy : unsigned char { throw_error, abort_process, report };
 /// Thrown under misuse_policy::throw_error; the operation that threw changed nothing.
 class misuse_error : public std::logic_error {
  public:
+  /// The error for `kind`, with the diagnostic `what`.
   misuse_error(misuse_kind kind, const std::string& what) : std::logic_error(what), kind_(kind) {}
+  /// Which misuse it was.
   misuse_kind kind() const noexcept { return kind_; }
 
  private:
@@ -96,8 +98,8 @@ using misuse_reporter = void (*)(misuse_kind, std::string_view message) noexcept
 
 /// A reporter with a context: `fn(context, kind, message)`. The context is not owned.
 struct misuse_reporter_binding {
-  void (*fn)(void* context, misuse_kind, std::string_view message) noexcept = nullptr;
-  void* context = nullptr;
+  void (*fn)(void* context, misuse_kind, std::string_view message) noexcept = nullptr;  ///< the reporter
+  void* context = nullptr;  ///< passed to fn as is
 };
 
 namespace detail {
@@ -227,13 +229,16 @@ inline unsigned long misuse_count(misuse_kind k) noexcept {
 /// A callable reporter is kept by reference: it must outlive the scope.
 class scoped_misuse_policy {
  public:
+  /// Sets the policy p for the scope (the reporter unchanged).
   explicit scoped_misuse_policy(misuse_policy p) noexcept : old_policy_(current_misuse_policy()),
                                                              old_reporter_(detail::save_reporter()) {
     set_misuse_policy(p);
   }
+  /// Sets the policy p and the reporter r (a plain function) for the scope.
   scoped_misuse_policy(misuse_policy p, misuse_reporter r) noexcept : scoped_misuse_policy(p) {
     if (r) set_misuse_reporter(r);
   }
+  /// Sets the policy p and the callable reporter f (kept by reference) for the scope.
   template <class F>
     requires(!std::is_convertible_v<F&, misuse_reporter> && std::is_invocable_v<F&, misuse_kind, std::string_view>)
   scoped_misuse_policy(misuse_policy p, F& f) noexcept : scoped_misuse_policy(p) {

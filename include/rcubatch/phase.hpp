@@ -71,9 +71,9 @@ enum class phase_entered : unsigned char {
 
 /// One row of the phase table.
 struct phase_row {
-  phase id;
-  std::string_view name;
-  phase_runs runs;
+  phase id;                ///< the phase
+  std::string_view name;   ///< to_string(id)
+  phase_runs runs;         ///< how often it runs in a batch (phase_runs)
   /// Which grace periods have passed when it runs: 0 before #1, 1 after #1, 2 after #2
   /// (a grace-period phase: the one it is).
   unsigned char gps_passed;
@@ -84,7 +84,7 @@ struct phase_row {
   /// Runs with the caller's lock released under unlock_during_waits (held otherwise, and always
   /// held for the other phases; rebroadcast re-takes it inside the drain).
   bool unlocked_during_waits;
-  phase_entered entered;
+  phase_entered entered;   ///< when it is entered (phase_entered)
 };
 
 /// The phases in the order they run. Requires of every edit: one row per phase, in enum order

@@ -1,7 +1,7 @@
 // rcubatch/policy.hpp — the registry's teardown hooks: optional, found by name, checked by shape.
 //
 // A policy is a class; rollback_many calls the hooks it has. This table is the one reference for
-// them (README and rollback_many.hpp point here); the phases themselves — their order, the grace
+// them (README, docs/guide.md and rollback_many.hpp point here); the phases themselves — their order, the grace
 // periods between them, what each one's time covers — are kPhaseTable in phase.hpp, and kHooks
 // below is this table's first two columns for code and tests. "Lock" is the caller's writer lock:
 // held throughout a plain rollback_many; with unlock_during_waits(lock) it is released during the
@@ -61,8 +61,8 @@ namespace rcubatch {
 
 /// A row of the hook table above: a hook's name and the phase it runs in.
 struct hook_row {
-  std::string_view name;
-  phase runs_in;
+  std::string_view name;  ///< the hook's member name
+  phase runs_in;          ///< the phase it runs in
 };
 
 /// Every hook a policy may have, in the order the phases call them. A new row goes with its line

@@ -46,6 +46,8 @@ struct registrable_access;
 inline void last_put_of_draining(ref_count& refs) noexcept;
 }  // namespace detail
 
+/// An object's reference count: hold() / put() (contract in the file comment above). Lives only
+/// inside a registrable<T>; the last put() of a draining object tells its batch's drain.
 class ref_count {
   // 32 bits, so that the count and registrable's state byte share one 8-byte word of the header.
   static constexpr std::uint32_t kDraining = std::uint32_t{1} << 31;

@@ -185,6 +185,8 @@ template <class U>
 concept has_one_registrable_base = requires(U* u) { registrable_tag(u); };
 }  // namespace detail
 
+/// The base an object embeds to be registered and unregistered in batches: its state machine,
+/// dismantle flag, reference count and queue hook (contract in the file comment above).
 template <class T>
 class registrable : public detail::registrable_base {
  public:
@@ -198,6 +200,7 @@ struct registrable_type {
   static_assert(detail::has_one_registrable_base<U>,
                 "rcubatch: this type must derive from exactly one rcubatch::registrable<T> (publicly); "
                 "it derives from none, from several, or from one it cannot access");
+  /// T of U's one registrable<T> base.
   using type = std::remove_cv_t<std::remove_pointer_t<decltype(detail::registrable_tag(static_cast<U*>(nullptr)))>>;
 };
 template <class U>

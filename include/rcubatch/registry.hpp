@@ -115,6 +115,7 @@ struct unregister_result {
   std::size_t unregistered = 0;  ///< objects this call queued (its own, not the dependents they cascaded to)
   std::size_t missed = 0;        ///< keys not found, objects already going away, keys named twice
   batch_stats stats{};           ///< the batch's (all zeros when nothing was queued: no grace period)
+  /// True when status is unregistered.
   explicit operator bool() const noexcept { return status == unregister_status::unregistered; }
 };
 
@@ -129,7 +130,7 @@ struct registry_options {
   /// thread that holds a reference and then writes (add, unregister) deadlocks against the batch
   /// that waits for its reference. Ignored when unlock_during_waits is on.
   bool hold_lock_through_drain = false;
-  rollback_options rollback{};
+  rollback_options rollback{};  ///< passed to each batch's rollback_many
 };
 
 namespace detail {
@@ -226,8 +227,8 @@ class indexed {
                 "rcubatch::indexed<T, Index...>: an index type is named twice");
 
  public:
-  using object_type = T;
-  using index_types = std::tuple<Indexes...>;
+  using object_type = T;                        ///< the type it publishes
+  using index_types = std::tuple<Indexes...>;   ///< the indexes, in the order add publishes in
 
   indexed() = default;
   indexed(const indexed&) = delete;
@@ -302,6 +303,7 @@ class indexed {
     static_assert(detail::occurrences<I, Indexes...> == 1, "rcubatch::indexed::index<I>: I is not one of its indexes");
     return std::get<I>(indexes_);
   }
+  /// The same, const.
   template <class I>
   const I& index() const noexcept {
     static_assert(detail::occurrences<I, Indexes...> == 1, "rcubatch::indexed::index<I>: I is not one of its indexes");
@@ -363,8 +365,8 @@ class basic_registry {
   using object_at = std::tuple_element_t<K, std::tuple<typename Policies::object_type...>>;
 
  public:
-  using flavor_type = Flavor;
-  using lock_type = Lockable;
+  using flavor_type = Flavor;   ///< the liburcu flavor of its grace domain and read_guards
+  using lock_type = Lockable;   ///< the writer lock's type
 
   /// The queues unregister_with's function fills: one unreg_queue per object type. push(obj)
   /// picks the queue of obj's type; a queue set converts to each `unreg_queue<T>&`, so a
@@ -395,6 +397,7 @@ class basic_registry {
     unreg_queue<T>& of() noexcept {
       return std::get<slot_of<T>()>(q_);
     }
+    /// The same as of<T>(), implicitly: a queues& passes where an unreg_queue<T>& is wanted.
     template <class T>
     operator unreg_queue<T>&() noexcept {  // NOLINT: implicit on purpose, see above
       return of<T>();
@@ -422,6 +425,7 @@ class basic_registry {
   /// Throws: what a policy's constructor throws (lfht_index: std::bad_alloc). Blocking: never.
   explicit basic_registry(registry_options options = {}, grace_domain<Flavor>& domain = default_domain<Flavor>())
       : options_(options), domain_(&domain) {}
+  /// The same, with default options and `domain`.
   explicit basic_registry(grace_domain<Flavor>& domain) : basic_registry(registry_options{}, domain) {}
   basic_registry(const basic_registry&) = delete;
   basic_registry& operator=(const basic_registry&) = delete;
@@ -643,6 +647,7 @@ class basic_registry {
   I& index() noexcept {
     return policy_with_index<I>().template index<I>();
   }
+  /// The same, const.
   template <class I>
   const I& index() const noexcept {
     return const_cast<basic_registry*>(this)->template index<I>();

@@ -27,7 +27,7 @@ namespace rcubatch {
 /// that covers the node's unlink.
 struct retire_node
     : boost::intrusive::slist_base_hook<boost::intrusive::link_mode<boost::intrusive::safe_link>> {
-  void (*dispose)(retire_node*) noexcept = nullptr;
+  void (*dispose)(retire_node*) noexcept = nullptr;  ///< called once with this node, by the batch
   /// Set by batch::retire_with, not by users: the address of the owner it is disposed right
   /// after (0: untied). The batch keeps tied retirees (an owner object stores no list of them),
   /// so the node records its owner (only compared, never followed).

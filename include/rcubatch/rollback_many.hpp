@@ -58,7 +58,7 @@
 // the draining mark, the parent edge). So there is no pass to adopt the queue, uninit and the
 // drain walk forwards (as the list and the hardware prefetcher do), and the unlist and uninit
 // passes prefetch a few nodes ahead (kPrefetchAhead). The ratio to the floor, measured with each
-// change, is in the README ("Measurements", issue 13). Several lanes add one indirect call per lane
+// change, is in bench/RESULTS.md ("The teardown demo", issue 13). Several lanes add one indirect call per lane
 // per phase, none per object.
 // bench/RESULTS.md compares it with call_rcu, libcds and DPDK.
 #pragma once
@@ -82,8 +82,9 @@
 
 namespace rcubatch {
 
+/// Options of one rollback_many call.
 struct rollback_options {
-  drain_options drain{};
+  drain_options drain{};  ///< the ref drain's reporting (ref_drain.hpp)
   /// Set every object's dismantle flag for the whole batch (the point of the flag). Turn it off
   /// only to reproduce registries that predate it, for comparisons (examples/netdev legacy mode).
   bool mark_dismantle = true;
@@ -92,16 +93,17 @@ struct rollback_options {
 /// Opt-in: release `lock` (which the caller holds) during grace-period waits and the ref drain.
 template <class Lockable>
 struct unlock_during_waits {
+  /// Names the lock to release; it must be held by the caller of rollback_many.
   explicit unlock_during_waits(Lockable& l) noexcept : lock(l) {}
-  Lockable& lock;
+  Lockable& lock;  ///< the writer lock, released and re-taken around the waits
 };
 
 /// One object type of a several-type batch: its queue and its policy (kept by reference if an
 /// lvalue, moved in if a temporary). Make it with rcubatch::lane(queue, policy).
 template <class T, class Policy>
 struct lane_spec {
-  unreg_queue<T>& queue;
-  Policy policy;
+  unreg_queue<T>& queue;  ///< the lane's objects
+  Policy policy;          ///< the lane's hooks
 };
 
 /// Effects: names one lane of rollback_many(domain, lane(...), lane(...)).
@@ -136,7 +138,8 @@ struct batch_access {
 /// and the policy's address (unlist, uninit) in locals: a hook's stores may alias the lane and the
 /// queue as far as the compiler knows, so it reloaded them per object (2 ns of uninit's 8.6 per
 /// object for end() and the results, issue 13's A/B; the policy's address, with push's common
-/// case inline, took the demo's ratio to its floor from 1.36–1.44 to 1.28–1.30: README, "Measurements").
+/// case inline, took the demo's ratio to its floor from 1.36–1.44 to 1.28–1.30: bench/RESULTS.md,
+/// "The teardown demo").
 ///
 /// How many nodes ahead the unlist and uninit passes prefetch: following the list a few nodes
 /// ahead overlaps the next miss with this object's work (without it the demo's ratio to its floor

@@ -106,6 +106,7 @@ constexpr void check_queueable_type() {
 }
 }  // namespace detail
 
+/// Objects to unregister together, in one batch (contract in the file comment above).
 template <class T>
 class unreg_queue : private detail::queue_base {
   static_assert(std::is_same_v<registrable_type_t<T>, T>,
@@ -115,9 +116,12 @@ class unreg_queue : private detail::queue_base {
   using list_type = detail::registrable_list;
 
  public:
-  using value_type = T;
+  using value_type = T;  ///< the objects' type
+  /// Forward iterators over the queued objects, in push order.
+  ///@{
   using iterator = detail::typed_iterator<T, list_type::iterator>;
   using const_iterator = detail::typed_iterator<const T, list_type::const_iterator>;
+  ///@}
 
   unreg_queue() = default;
   unreg_queue(const unreg_queue&) = delete;
@@ -190,17 +194,22 @@ class unreg_queue : private detail::queue_base {
     access::set_owner(r, nullptr);
   }
 
+  /// True if obj is in this queue. Throws: nothing. O(1).
   bool contains(const T& obj) const noexcept {
     const detail::registrable_base& r = static_cast<const registrable<T>&>(obj);
     return access::owner(r) == static_cast<const detail::queue_base*>(this) && access::is_linked(r);
   }
 
+  /// The number of queued objects, whether there is none, and the objects in push order.
+  /// Throws: nothing. O(1).
+  ///@{
   std::size_t size() const noexcept { return list().size(); }
   bool empty() const noexcept { return list().empty(); }
   iterator begin() noexcept { return iterator(list().begin()); }
   iterator end() noexcept { return iterator(list().end()); }
   const_iterator begin() const noexcept { return const_iterator(list().begin()); }
   const_iterator end() const noexcept { return const_iterator(list().end()); }
+  ///@}
 
   /// Effects: unqueues everything; the objects stay registered. Complexity: O(size()).
   /// Requires: no batch runs on this queue.

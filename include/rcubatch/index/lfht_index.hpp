@@ -98,14 +98,18 @@ struct lfht_hook {
   /// True while the object is linked in an index (writer side: read it under the writer lock).
   bool is_linked() const noexcept { return linked_in_ != nullptr; }
 
+  /// lfht_index's bookkeeping, read and written by the index only: not for users.
+  ///@{
   cds_lfht_node node_{};         // first member: rculfhash hands back &node_
   T* owner_ = nullptr;           // set before publication, never changed while readers can see it
   const void* linked_in_ = nullptr;  // the index it is linked in; writer only, readers never read it
+  ///@}
 };
 
 /// KeyOf for a data member: `key_member<&session::name>` reads `s.name`.
 template <auto Member>
 struct key_member {
+  /// obj's key: the member. Throws: nothing.
   template <class T>
   constexpr const auto& operator()(const T& obj) const noexcept { return obj.*Member; }
 };
@@ -118,6 +122,7 @@ struct key_member {
 template <auto... Members>
 struct key_members {
   static_assert(sizeof...(Members) >= 2, "rcubatch::key_members: name two members or more (key_member for one)");
+  /// obj's key: a tuple of references to the members (std::tie). Throws: nothing.
   template <class T>
   constexpr auto operator()(const T& obj) const noexcept {
     return std::tie(obj.*Members...);
@@ -136,8 +141,9 @@ inline constexpr bool is_std_tuple<std::tuple<Es...>> = true;
 /// mixed, because rculfhash picks buckets from the low bits and orders chains by the bit-reversed
 /// hash, and std::hash of an int is the int.
 struct lfht_hash {
-  using is_transparent = void;
-  static constexpr unsigned long mix(unsigned long x) noexcept {  // murmur3's 64-bit finalizer
+  using is_transparent = void;  ///< lookups may pass any key type it can hash (a string_view for a string)
+  /// murmur3's 64-bit finalizer: spreads std::hash's value over all bits.
+  static constexpr unsigned long mix(unsigned long x) noexcept {
     x ^= x >> 33;
     x *= 0xff51afd7ed558ccdUL;
     x ^= x >> 33;
@@ -145,6 +151,7 @@ struct lfht_hash {
     x ^= x >> 33;
     return x;
   }
+  /// The hash of key (a tuple: of its elements in order). Throws: nothing.
   template <class K>
   unsigned long operator()(const K& key) const noexcept {
     if constexpr (std::is_convertible_v<const K&, std::string_view>) {
@@ -185,12 +192,12 @@ enum class lfht_growth : unsigned char {
 
 /// Sizing. Every count is a bucket count and a power of two (0 for max_buckets: no limit).
 struct lfht_options {
-  unsigned long initial_buckets = 16;
+  unsigned long initial_buckets = 16;  ///< buckets at creation
   /// Bucket arrays kept allocated (rculfhash min_nr_alloc_buckets), and the floor of resize();
   /// 0.13.2's automatic shrink goes below it (it only keeps the arrays).
   unsigned long min_buckets = 1;
   unsigned long max_buckets = 0;   ///< growth stops here; 0: rculfhash's own limit
-  lfht_growth growth = lfht_growth::on_add;
+  lfht_growth growth = lfht_growth::on_add;  ///< who grows the table (lfht_growth)
 };
 
 /// A liburcu flavor with its rcu_flavor_struct: what rculfhash is created with (test doubles such as
@@ -207,15 +214,15 @@ concept lfht_flavor = rcu_flavor<F> && requires {
 /// in_read_section<F>), so the index behaves as lfht_index<..., F> does, checks included, at the
 /// cost of an indirect call per read lock and per check.
 struct lfht_runtime_flavor {
-  std::string_view name;
-  bool quiescent_state_based = false;
-  const rcu_flavor_struct* table = nullptr;  // what rculfhash is created with
+  std::string_view name;                     ///< F::name
+  bool quiescent_state_based = false;        ///< F::quiescent_state_based
+  const rcu_flavor_struct* table = nullptr;  ///< F::table(): what rculfhash is created with
   /// fn(arg) inside a read_guard<F>.
   void (*run_in_read_section)(void (*fn)(void*), void* arg) = nullptr;
   /// fn(arg) inside an offline_scope<F> (qsbr only; others call fn(arg)).
   void (*run_offline)(void (*fn)(void*), void* arg) = nullptr;
-  bool (*in_read_section)() noexcept = nullptr;  // in_read_section<F>()
-  bool (*read_ongoing)() noexcept = nullptr;     // F::read_ongoing()
+  bool (*in_read_section)() noexcept = nullptr;  ///< in_read_section<F>()
+  bool (*read_ongoing)() noexcept = nullptr;     ///< F::read_ongoing()
   /// F::synchronize() (offline for it under qsbr), then the TSan grace-period edge of F
   /// (hlist_index::reclaim on a run-time flavor). Requires: outside read sections of F.
   void (*synchronize)() noexcept = nullptr;
@@ -310,9 +317,9 @@ class lfht_index {
                 "lfht_index: KeyOf must be callable as key_of(const T&) and return the key.");
 
  public:
-  using value_type = T;
-  using key_type = std::remove_cvref_t<std::invoke_result_t<const KeyOf&, const T&>>;
-  using flavor_type = Flavor;
+  using value_type = T;  ///< the indexed objects' type
+  using key_type = std::remove_cvref_t<std::invoke_result_t<const KeyOf&, const T&>>;  ///< what KeyOf returns
+  using flavor_type = Flavor;  ///< the liburcu flavor readers and rculfhash use
 
   /// Effects: creates the rculfhash table. Throws: std::invalid_argument naming the option that
   /// is not a power of two (or min_buckets > max_buckets); std::bad_alloc. Needs no registration.
@@ -585,13 +592,18 @@ class lfht_index {
   /// loop may or may not be visited; every other one is visited once.
   class iterator {
    public:
+    /// An input iterator over T (std::iterator_traits members).
+    ///@{
     using value_type = T;
     using difference_type = std::ptrdiff_t;
     using reference = T&;
     using pointer = T*;
     using iterator_category = std::input_iterator_tag;
+    ///@}
 
     iterator() = default;
+    /// The object it is at; the next one; at the end (== end()). Requires: inside the read_guard.
+    ///@{
     T& operator*() const noexcept { return *hook_of(it_.node)->owner_; }
     T* operator->() const noexcept { return hook_of(it_.node)->owner_; }
     iterator& operator++() noexcept {
@@ -601,6 +613,7 @@ class lfht_index {
     }
     void operator++(int) noexcept { ++*this; }
     friend bool operator==(const iterator& i, std::default_sentinel_t) noexcept { return i.it_.node == nullptr; }
+    ///@}
 
    private:
     friend class lfht_index;
@@ -615,14 +628,18 @@ class lfht_index {
     cds_lfht_iter it_{};
   };
 
+  /// Every linked object, for range-for inside a read_guard (checked like find).
+  ///@{
   iterator begin() const {
     check_read_section("begin");
     return iterator(table_);
   }
   std::default_sentinel_t end() const noexcept { return {}; }
+  ///@}
 
   /// Linked objects, as counted by the writer (exact under the writer lock; any thread may read).
   std::size_t size() const noexcept { return size_.load(std::memory_order_relaxed); }
+  /// size() == 0.
   bool empty() const noexcept { return size() == 0; }
   /// Writer side: whether obj is linked in this index.
   bool contains(const T& obj) const noexcept { return (obj.*Hook).linked_in_ == this; }
