@@ -132,10 +132,13 @@ struct hlist_hook {
   /// True while the object is linked in an index (writer side: read it under the writer lock).
   bool is_linked() const noexcept { return linked_in_ != nullptr; }
 
+  /// hlist_index's bookkeeping, read and written by the index only: not for users.
+  ///@{
   cds_hlist_node node_{};            // first member: the chains hand back &node_
   T* owner_ = nullptr;               // set before publication, never changed while readers can see it
   unsigned long hash_ = 0;           // the key's hash, set before publication: chain walks and moves compare it
   const void* linked_in_ = nullptr;  // the index it is linked in; writer only
+  ///@}
 };
 
 /// Sizing of an hlist_index. Bucket counts are powers of two.
@@ -192,9 +195,9 @@ class hlist_index {
   static_assert(alignof(table) >= alignof(cds_hlist_head));
 
  public:
-  using value_type = T;
-  using key_type = std::remove_cvref_t<std::invoke_result_t<const KeyOf&, const T&>>;
-  using flavor_type = Flavor;
+  using value_type = T;  ///< the indexed objects' type
+  using key_type = std::remove_cvref_t<std::invoke_result_t<const KeyOf&, const T&>>;  ///< what KeyOf returns
+  using flavor_type = Flavor;  ///< the flavor readers use (or lfht_runtime_flavor)
 
   /// Effects: an empty index of options.initial_buckets buckets whose retired tables wait for
   /// `domain`'s grace periods. Requires: `domain` outlives the index. Throws:
@@ -421,13 +424,18 @@ class hlist_index {
   /// may not be visited; every other one is visited once, or twice if a resize moved it meanwhile.
   class iterator {
    public:
+    /// An input iterator over T (std::iterator_traits members).
+    ///@{
     using value_type = T;
     using difference_type = std::ptrdiff_t;
     using reference = T&;
     using pointer = T*;
     using iterator_category = std::input_iterator_tag;
+    ///@}
 
     iterator() = default;
+    /// The object it is at; the next one; at the end (== end()). Requires: inside the read_guard.
+    ///@{
     T& operator*() const noexcept { return *hook_of(node_)->owner_; }
     T* operator->() const noexcept { return hook_of(node_)->owner_; }
     iterator& operator++() noexcept {
@@ -437,6 +445,7 @@ class hlist_index {
     }
     void operator++(int) noexcept { ++*this; }
     friend bool operator==(const iterator& i, std::default_sentinel_t) noexcept { return i.node_ == nullptr; }
+    ///@}
 
    private:
     friend class hlist_index;
