@@ -32,6 +32,8 @@ static_assert(std::is_same_v<rb::lfht_index<object, nullptr, key_of>,
                              rb::lfht_index<object, nullptr, key_of, F, rb::lfht_hash, std::equal_to<>>>);
 static_assert(std::is_same_v<rb::lfht_index<object, nullptr, key_of, rb::flavor::qsbr>,
                              rb::lfht_index<object, nullptr, key_of, rb::flavor::qsbr, rb::lfht_hash, std::equal_to<>>>);
+static_assert(std::is_same_v<rb::hlist_index<object, nullptr, key_of>,
+                             rb::hlist_index<object, nullptr, key_of, F, rb::lfht_hash, std::equal_to<>>>);
 
 // Templates without defaults, classes and enums: each name resolves from fwd.hpp alone.
 template <class... T>
@@ -49,7 +51,7 @@ static_assert(named<rb::publish_result, rb::registry_options, rb::indexed<object
 static_assert(named<rb::reclaim_mode, rb::over_budget, rb::async_batch_report, rb::async_options, rb::async_stats,
                     rb::async_unregister<rb::registry<policy>>, rb::unregister_ticket>);
 static_assert(named<rb::lfht_hook<object>, rb::key_member<0>, rb::lfht_hash, rb::lfht_growth, rb::lfht_options,
-                    rb::lfht_runtime_flavor>);
+                    rb::lfht_runtime_flavor, rb::hlist_hook<object>, rb::hlist_options>);
 
 // Opaque enum declarations fix the underlying types the defining headers must repeat.
 static_assert(std::is_same_v<std::underlying_type_t<rb::misuse_kind>, unsigned char>);

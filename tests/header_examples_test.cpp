@@ -18,6 +18,7 @@
 
 #include "rcubatch.hpp"
 #include "rcubatch/counting_flavor.hpp"
+#include "rcubatch/index/hlist_index.hpp"
 #include "rcubatch/index/lfht_index.hpp"
 
 namespace {
@@ -647,5 +648,34 @@ TEST(header_examples, lfht_index) {
 }
 
 }  // namespace lfht_index_example
+
+namespace hlist_index_example {
+TEST(header_examples, hlist_index) {
+  rcubatch::thread_registration<> reg;
+  int hits = 0;
+  auto use = [&](const auto& x) { hits += x.name == "eth0"; };
+  struct device : rcubatch::registrable<device> {
+    std::string name;                                     // the key: fixed before add
+    rcubatch::hlist_hook<device> by_name_hook;            // one hook per index the object is in
+  };
+  using by_name = rcubatch::hlist_index<device, &device::by_name_hook,
+                                        rcubatch::key_member<&device::name>>;
+  by_name index;                                          // default flavor, grows and shrinks
+
+  auto* d = new device;
+  d->name = "eth0";
+  index.add_unique(*d);                   // writer, under the caller's writer lock
+  {
+    rcubatch::read_guard<> guard;         // reader
+    if (device* found = index.find("eth0")) use(*found);  // valid until the guard ends
+  }
+  index.unlink(*d);                       // writer; free d only after a grace period
+
+  EXPECT_EQ(hits, 1);
+  EXPECT_EQ(index.size(), 0u);
+  rcubatch::default_domain<>().synchronize();
+  delete d;
+}
+}  // namespace hlist_index_example
 
 }  // namespace

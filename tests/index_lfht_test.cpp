@@ -24,47 +24,25 @@ static_assert(RCUBATCH_INDEX_CHECKS == 1, "lfht_index's read-side checks must be
 #include <gtest/gtest.h>
 
 #include "support/flavors.hpp"
+#include "support/index_session.hpp"
 #include "support/misuse_capture.hpp"
 
 namespace rcubatch {
 namespace {
 
-constexpr std::uint64_t kAlive = 0xA11FE;
-constexpr std::uint64_t kPoison = 0xDEADDEAD;
-
-/// Deriving from registrable (and a virtual function) makes it non-standard-layout: the case the
-/// hook's owner pointer exists for.
-struct session : registrable<session> {
-  session(std::string n, int i) : name(std::move(n)), id(i) {}
-  virtual ~session() = default;
-  virtual int kind() const { return 1; }
-
-  std::string name;
-  int id;
-  std::atomic<std::uint64_t> poison{kAlive};
-  lfht_hook<session> by_name;
-  lfht_hook<session> by_id;
-};
+constexpr std::uint64_t kAlive = test::kSessionAlive;
+constexpr std::uint64_t kPoison = test::kSessionPoison;
+using session = test::indexed_session<lfht_hook>;
 static_assert(!std::is_standard_layout_v<session>);
+using arena = test::session_arena<session>;
+using test::find_in_guard;
+using test::ids_equal_to;
 
 template <class F>
 using name_index = lfht_index<session, &session::by_name, key_member<&session::name>, F>;
 template <class F>
 using id_index = lfht_index<session, &session::by_id, key_member<&session::id>, F>;
 static_assert(std::ranges::input_range<name_index<flavor::memb>>);
-
-/// Owns the sessions a test makes; frees them at the end (after every reader has stopped).
-struct arena {
-  std::vector<std::unique_ptr<session>> all;
-  session& make(std::string name, int id) { return *all.emplace_back(std::make_unique<session>(std::move(name), id)); }
-  /// make(name, id), linked into `index` by add_unique: for tests whose subject comes after the add.
-  template <class Index>
-  session& make_linked(Index& index, std::string name, int id) {
-    session& s = make(std::move(name), id);
-    EXPECT_TRUE(index.add_unique(s)) << s.name << " was already in the index";
-    return s;
-  }
-};
 
 template <class F>
 class lfht_index_test : public ::testing::Test {
@@ -74,11 +52,6 @@ class lfht_index_test : public ::testing::Test {
 };
 TYPED_TEST_SUITE(lfht_index_test, test::real_flavors, test::flavor_names);
 
-template <class Index, class K>
-session* find_in_guard(const Index& index, const K& key) {
-  read_guard<typename Index::flavor_type> guard;
-  return index.find(key);
-}
 
 TYPED_TEST(lfht_index_test, add_unique_refuses_a_duplicate_key_and_keeps_the_first) {
   name_index<TypeParam> index;
@@ -92,17 +65,6 @@ TYPED_TEST(lfht_index_test, add_unique_refuses_a_duplicate_key_and_keeps_the_fir
   EXPECT_TRUE(index.unlink(a));
 }
 
-/// The ids for_each_equal visits under `key`, in one read section (sorted: the table's order is
-/// the bit-reversed hash's, and duplicates keep their insertion order only by accident).
-template <class Index>
-std::vector<int> ids_equal_to(const Index& index, std::string_view key) {
-  std::vector<int> ids;
-  read_guard<typename Index::flavor_type> guard;
-  const std::size_t n = index.for_each_equal(key, [&](session& s) { ids.push_back(s.id); });
-  EXPECT_EQ(n, ids.size());
-  std::sort(ids.begin(), ids.end());
-  return ids;
-}
 
 TYPED_TEST(lfht_index_test, add_links_duplicates_and_for_each_equal_visits_each_once) {
   name_index<TypeParam> index;

@@ -122,4 +122,11 @@ template <class T, lfht_hook<T> T::*Hook, class KeyOf, class Flavor = default_fl
           class KeyEqual = std::equal_to<>>
 class lfht_index;
 
+// index/hlist_index.hpp
+template <class T> struct hlist_hook;
+struct hlist_options;
+template <class T, hlist_hook<T> T::*Hook, class KeyOf, class Flavor = default_flavor, class Hash = lfht_hash,
+          class KeyEqual = std::equal_to<>>
+class hlist_index;
+
 }  // namespace rcubatch

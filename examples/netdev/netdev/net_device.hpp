@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <boost/intrusive/list.hpp>
+#include <rcubatch/index/hlist_index.hpp>
 #include <rcubatch/index/lfht_index.hpp>
 #include <rcubatch/registrable.hpp>
 #include <urcu/list.h>
@@ -132,8 +133,8 @@ struct net_device : rcubatch::registrable<net_device> {
 
   // The namespace's indexes (netns.hpp), and the per-type ones: lfht_index hooks are members of
   // the indexed type, so those of a macvlan and a tunnel sit here rather than in `link`.
-  rcubatch::lfht_hook<net_device> name_hook;
-  rcubatch::lfht_hook<net_device> index_hook;
+  rcubatch::hlist_hook<net_device> name_hook;   // hlist_index: the kernel's dev_name_head
+  rcubatch::hlist_hook<net_device> index_hook;  // and dev_index_head, both under the writer lock
   rcubatch::lfht_hook<net_device> mac_hook;     // macvlan: its port's MAC hash (macvlan.hpp)
   rcubatch::lfht_hook<net_device> tunnel_hook;  // ipip, gre: the namespace's tunnel table
   device_list_node list_node{};  // the namespace's device list (liburcu rculist)

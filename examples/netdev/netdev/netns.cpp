@@ -3,9 +3,10 @@
 namespace netdev {
 
 namespace {
-// Each index starts with 4,096 buckets (64 KiB), keeps them allocated, and doubles when full
-// (lfht_growth::on_add: growth in the writer's thread, never a shrink in the middle of a batch).
-constexpr rcubatch::lfht_options kDeviceIndexOptions{.initial_buckets = 4096, .min_buckets = 4096};
+// Each index starts with 4,096 buckets (32 KiB) and never shrinks below; it doubles when full and
+// shrinks below an eighth, each resize spread over the following updates (hlist_index.hpp).
+constexpr rcubatch::hlist_options kDeviceIndexOptions{.initial_buckets = 4096, .min_buckets = 4096};
+constexpr std::size_t kRetiredTablesBeforeReclaim = 8;
 }  // namespace
 
 netns::netns(std::string name, const index_flavor* flavor)
@@ -21,8 +22,7 @@ netns::netns(std::string name, const index_flavor* flavor)
 netns::~netns() = default;
 
 void netns::publish(net_device& dev) {
-  // Indexes first, list last: a reader walking the list only meets fully indexed devices. The
-  // caller's read section defers the indexes' growth to grow_indexes.
+  // Indexes first, list last: a reader walking the list only meets fully indexed devices.
   by_name_.add(dev);  // the caller checked the name free (name_taken): add, not add_unique
   by_index_.add(dev);
   rcubatch::annotate_publish(&dev.list_node.link);  // TSan cannot see liburcu's publication
@@ -30,8 +30,8 @@ void netns::publish(net_device& dev) {
 }
 
 void netns::grow_indexes() {
-  by_name_.grow_if_needed();
-  by_index_.grow_if_needed();
+  if (by_name_.retired_tables() >= kRetiredTablesBeforeReclaim) by_name_.reclaim();
+  if (by_index_.retired_tables() >= kRetiredTablesBeforeReclaim) by_index_.reclaim();
 }
 
 void netns::unpublish(net_device& dev) noexcept {

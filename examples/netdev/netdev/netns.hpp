@@ -1,6 +1,6 @@
 // netdev/netns.hpp — a network namespace: its devices, indexes, FIB and tunnel tables.
 //
-// Readers find devices by name or ifindex (rculfhash) or walk the device list (liburcu rculist);
+// Readers find devices by name or ifindex (hlist_index) or walk the device list (liburcu rculist);
 // publish/unpublish are O(1), so creating or removing one device never scans the others (the
 // dev_alloc_name / sysctl quadratic traps of seed 003).
 //
@@ -28,10 +28,12 @@ namespace netdev {
 struct ifindex_hash {
   unsigned long operator()(int ifindex) const noexcept { return static_cast<unsigned long>(ifindex); }
 };
+/// Names and ifindexes: writer-serialized RCU hash chains (hlist_index), as the kernel's
+/// dev_name_head / dev_index_head under RTNL — every update here holds the registry's writer lock.
 using device_name_index =
-    rcubatch::lfht_index<net_device, &net_device::name_hook, rcubatch::key_member<&net_device::name>, index_flavor>;
-using device_ifindex_index = rcubatch::lfht_index<net_device, &net_device::index_hook,
-                                                  rcubatch::key_member<&net_device::ifindex>, index_flavor, ifindex_hash>;
+    rcubatch::hlist_index<net_device, &net_device::name_hook, rcubatch::key_member<&net_device::name>, index_flavor>;
+using device_ifindex_index = rcubatch::hlist_index<net_device, &net_device::index_hook,
+                                                   rcubatch::key_member<&net_device::ifindex>, index_flavor, ifindex_hash>;
 
 class netns {
  public:
@@ -47,7 +49,9 @@ class netns {
   /// read-side section (rculfhash's list updates need one; the indexes take their own read lock,
   /// which nests inside it, and defer their growth to grow_indexes).
   void publish(net_device& dev);
-  /// Writer, outside read-side sections, after publish: grows the indexes if they filled up.
+  /// Writer, outside read-side sections, after publish: frees the tables the indexes' resizes
+  /// replaced once there are 8 or more (one grace period; hlist_index on a run-time flavor frees
+  /// them only when asked).
   void grow_indexes();
   /// Writer: unpublishes `dev` from the list and both hashes (the batch's unlist phase).
   /// Requires: a read-side section, as for publish.

@@ -223,6 +223,9 @@ struct lfht_runtime_flavor {
   void (*run_offline)(void (*fn)(void*), void* arg) = nullptr;
   bool (*in_read_section)() noexcept = nullptr;  ///< in_read_section<F>()
   bool (*read_ongoing)() noexcept = nullptr;     ///< F::read_ongoing()
+  /// F::synchronize() (offline for it under qsbr), then the TSan grace-period edge of F
+  /// (hlist_index::reclaim on a run-time flavor). Requires: outside read sections of F.
+  void (*synchronize)() noexcept = nullptr;
 
   /// The description of the compile-time flavor F (one static object per F). Complexity: O(1).
   template <lfht_flavor F>
@@ -245,6 +248,19 @@ struct lfht_runtime_flavor {
         },
         []() noexcept { return rcubatch::in_read_section<F>(); },
         []() noexcept { return static_cast<bool>(F::read_ongoing()); },
+        []() noexcept {
+          if constexpr (F::quiescent_state_based) {
+            if (F::read_ongoing()) {
+              offline_scope<F> offline;  // an online qsbr thread would wait for itself
+              F::synchronize();
+            } else {
+              F::synchronize();
+            }
+          } else {
+            F::synchronize();
+          }
+          detail::tsan_grace_period_ended<F>();
+        },
     };
     return f;
   }
@@ -267,6 +283,21 @@ inline std::chrono::nanoseconds lfht_total_resize_time() noexcept {
 }
 
 namespace detail {
+/// The options check of both indexes: `v` (option `index`::`name`) must be a power of two.
+inline void index_require_power_of_two(const char* options, const char* name, unsigned long v) {
+  if (!std::has_single_bit(v))
+    throw std::invalid_argument(std::string("rcubatch: ") + options + "::" + name + " = " + std::to_string(v) +
+                                " is not a power of two");
+}
+
+/// The register_twice report of both indexes' adds, for an object whose hook is already linked.
+inline void diagnose_hook_linked(const char* index, const char* op, bool in_this_index) {
+  detail::diagnose(misuse_kind::register_twice,
+                   std::string(index) + "::" + op + ": the object's hook is already linked in " +
+                       (in_this_index ? "this index" : "another index") +
+                       " (unlink it and wait for a grace period before adding it again)");
+}
+
 /// RCUBATCH_INDEX_CHECKS: the caller's thread is in the wrong state for an index call. Like an
 /// assert, with a sentence: a pointer found outside a read section can be freed under the caller.
 [[noreturn]] inline void index_check_failed(const char* op, const char* what) noexcept {
@@ -644,17 +675,12 @@ class lfht_index {
   static int match_node(cds_lfht_node* n, const void* node) noexcept { return n == node ? 1 : 0; }
 
   static void check_power_of_two(unsigned long v, const char* name) {
-    if (!std::has_single_bit(v))
-      throw std::invalid_argument(std::string("rcubatch::lfht_index: lfht_options::") + name + " = " +
-                                  std::to_string(v) + " is not a power of two");
+    detail::index_require_power_of_two("lfht_options", name, v);
   }
 
   bool check_unlinked(T& obj, const char* op) {
     if (!(obj.*Hook).is_linked()) return true;
-    detail::diagnose(misuse_kind::register_twice,
-                     std::string("lfht_index::") + op + ": the object's hook is already linked in " +
-                         ((obj.*Hook).linked_in_ == this ? "this index" : "another index") +
-                         " (unlink it and wait for a grace period before adding it again)");
+    detail::diagnose_hook_linked("lfht_index", op, (obj.*Hook).linked_in_ == this);
     return false;
   }
 
