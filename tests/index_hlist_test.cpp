@@ -299,7 +299,7 @@ void readers_find_every_key_during_continuous_resizes() {
   arena stable;
   for (int i = 0; i < kStable; ++i) stable.make_linked(index, "stable" + std::to_string(i), i);
   std::atomic<bool> stop{false};
-  std::atomic<long> lookups{0}, misses{0}, poisoned{0};
+  std::atomic<long> lookups{0}, misses{0}, poisoned{0}, sections{0};
   std::latch started(kReaders + 1);
   std::vector<std::thread> readers;
   for (int r = 0; r < kReaders; ++r) {
@@ -325,6 +325,7 @@ void readers_find_every_key_during_continuous_resizes() {
           }
         }
         quiescent_state<F>();
+        sections.fetch_add(1, std::memory_order_relaxed);
       }
       lookups.fetch_add(mine);
       misses.fetch_add(missed);
@@ -361,6 +362,9 @@ void readers_find_every_key_during_continuous_resizes() {
     for (auto& s : churn) s->poison.store(kPoison, std::memory_order_relaxed);
     dog.kick();
   }  // churn freed here, a grace period after its unlink
+  // Under load the readers may not have run yet: wait until they completed a section (an
+  // observable, not a sleep) rather than let the checks below be vacuous.
+  while (sections.load() == 0) std::this_thread::yield();
   stop.store(true);
   for (auto& t : readers) t.join();
   for (auto& s : stable.all) ASSERT_TRUE(index.unlink(*s));

@@ -25,6 +25,7 @@ static_assert(RCUBATCH_INDEX_CHECKS == 1, "lfht_index's read-side checks must be
 
 #include "support/flavors.hpp"
 #include "support/index_session.hpp"
+#include "support/watchdog.hpp"
 #include "support/misuse_capture.hpp"
 
 namespace rcubatch {
@@ -353,11 +354,11 @@ TYPED_TEST(lfht_index_test, readers_never_see_an_object_retired_after_a_grace_pe
     readers.emplace_back([&] {
       thread_registration<F> reg;
       started.arrive_and_wait();
-      long mine = 0;
       std::vector<std::string> keys;
       for (int i = 0; i < kNames; ++i) keys.push_back("k" + std::to_string(i));
       std::vector<session*> held;
       while (!stop.load(std::memory_order_relaxed)) {
+        long mine = 0;
         {
           read_guard<F> guard;  // everything found is checked again at the end of the section
           held.clear();
@@ -376,10 +377,11 @@ TYPED_TEST(lfht_index_test, readers_never_see_an_object_retired_after_a_grace_pe
           }
         }
         quiescent_state<F>();
+        if (mine > 0) found.fetch_add(mine);  // published per section: the writer waits for it
       }
-      found.fetch_add(mine);
     });
   }
+  test::watchdog dog(std::chrono::seconds(120), "lfht_index readers during adds, replaces and unlinks");
   started.arrive_and_wait();
 
   std::vector<session*> live(kNames, nullptr);
@@ -404,6 +406,9 @@ TYPED_TEST(lfht_index_test, readers_never_see_an_object_retired_after_a_grace_pe
     for (session* s : retired) s->poison.store(kPoison, std::memory_order_relaxed);
     retired.clear();
   }
+  // Under load the readers may not have run yet: every key is linked now, so wait until they
+  // found some (an observable, not a sleep) rather than let the check below be vacuous.
+  while (found.load() == 0) std::this_thread::yield();
   stop.store(true);
   for (auto& t : readers) t.join();
   for (session* s : live) ASSERT_TRUE(index.unlink(*s));
