@@ -1,7 +1,6 @@
 // Tracked references: who holds an object (holders, the stall report), and each misuse by name.
 #include <chrono>
 #include <cstdlib>
-#include <source_location>
 #include <string>
 #include <utility>
 #include <vector>
@@ -37,14 +36,14 @@ std::vector<std::pair<std::string, unsigned>> tags_and_lines(const device& d) {
 
 TEST(ref_tracker, holders_lists_each_tracked_hold_while_held_and_nothing_after_the_last_put) {
   device d;
-  ref_token rx = d.refs().hold("rx_queue"); const unsigned rx_line = std::source_location::current().line();
-  ref_token tx = d.refs().hold("tx_queue"); const unsigned tx_line = std::source_location::current().line();
+  ref_token rx = d.refs().hold("rx_queue"); const unsigned rx_line = rcubatch::source_location::current().line();
+  ref_token tx = d.refs().hold("tx_queue"); const unsigned tx_line = rcubatch::source_location::current().line();
   d.refs().hold();  // untracked, beside them: counted, not listed
   EXPECT_EQ(d.refs().count(), 3u);
   EXPECT_EQ(tags_and_lines(d), (std::vector<std::pair<std::string, unsigned>>{{"rx_queue", rx_line},
                                                                                 {"tx_queue", tx_line}}));
   const std::vector<ref_holder> hs = holders(d);
-  EXPECT_EQ(std::string(hs[0].where.file_name()), std::string(std::source_location::current().file_name()));
+  EXPECT_EQ(std::string(hs[0].where.file_name()), std::string(rcubatch::source_location::current().file_name()));
   EXPECT_LT(hs[0].serial, hs[1].serial);
   d.refs().put(rx);
   EXPECT_FALSE(rx.holds());
@@ -83,7 +82,7 @@ TEST(ref_tracker, the_stall_report_names_each_live_holder_by_tag_and_location) {
   grace_domain<fake> domain;
   auto* d = new device(7);
   d->mark_registered();
-  ref_token rx = d->refs().hold("rx_queue"); const std::source_location rx_at = std::source_location::current();
+  ref_token rx = d->refs().hold("rx_queue"); const rcubatch::source_location rx_at = rcubatch::source_location::current();
   d->refs().hold();  // and one untracked holder
   std::vector<std::string> lines;
   rollback_options opts;

@@ -50,12 +50,15 @@
 #include <cstdint>
 #include <cstring>
 #include <mutex>
-#include <source_location>
+#include <version>  // __cpp_lib_source_location
 #include <string>
 #include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
+#if defined(__cpp_lib_source_location)
+#include <source_location>
+#endif
 
 #include <boost/intrusive/list.hpp>
 
@@ -64,10 +67,44 @@
 
 namespace rcubatch {
 
+#if defined(__cpp_lib_source_location)
+/// Where a tracked hold was taken: std::source_location where the standard library has it.
+using source_location = std::source_location;
+#else
+/// Where a tracked hold was taken. clang 14 with libstdc++ 12 has no std::source_location (its
+/// header needs __builtin_source_location, which that clang lacks), so this is the same interface
+/// on the builtins GCC and clang both have; evaluated at the caller, as a default argument.
+struct source_location {
+  /// The caller's location (when used as a default argument: the call site's).
+  static constexpr source_location current(const char* file = __builtin_FILE(),
+                                           const char* function = __builtin_FUNCTION(),
+                                           std::uint_least32_t line = __builtin_LINE()) noexcept {
+    source_location where;
+    where.file_ = file;
+    where.function_ = function;
+    where.line_ = line;
+    return where;
+  }
+  /// The source file's name.
+  constexpr const char* file_name() const noexcept { return file_; }
+  /// The enclosing function's name.
+  constexpr const char* function_name() const noexcept { return function_; }
+  /// The line.
+  constexpr std::uint_least32_t line() const noexcept { return line_; }
+  /// 0: the builtins give no column.
+  constexpr std::uint_least32_t column() const noexcept { return 0; }
+
+ private:
+  const char* file_ = "";
+  const char* function_ = "";
+  std::uint_least32_t line_ = 0;
+};
+#endif
+
 /// One live tracked hold, as holders() lists it.
 struct ref_holder {
   std::string tag;               ///< the caller's tag (cut at 47 bytes)
-  std::source_location where;    ///< where hold(tag) was called
+  source_location where;    ///< where hold(tag) was called
   std::uint64_t serial = 0;      ///< 1 for the object's first tracked hold, 2 for the next, ...
 };
 
@@ -77,14 +114,14 @@ struct tracked_access;
 /// The record of one tracked hold, linked in its object's list until its put.
 struct tracked_hold : boost::intrusive::list_base_hook<> {
   static constexpr std::size_t kTagBytes = 48;
-  tracked_hold(std::string_view t, std::source_location w) noexcept : where(w) {
+  tracked_hold(std::string_view t, source_location w) noexcept : where(w) {
     const std::size_t n = std::min(t.size(), kTagBytes - 1);
     std::memcpy(tag, t.data(), n);
     tag[n] = '\0';
   }
   std::string_view tag_view() const noexcept { return tag; }
   char tag[kTagBytes];
-  std::source_location where;
+  source_location where;
   std::uint64_t serial = 0;
   // Who lets go of the record after misuse: a token destroyed unput marks it abandoned, an object
   // destroyed with it still listed marks it orphaned; whichever comes second frees it.
@@ -93,7 +130,7 @@ struct tracked_hold : boost::intrusive::list_base_hook<> {
 };
 
 /// "<tag> at <file>:<line> (<function>)", for messages and stall lines.
-inline void describe(diag_text& out, std::string_view tag, const std::source_location& where) noexcept {
+inline void describe(diag_text& out, std::string_view tag, const source_location& where) noexcept {
   out += tag;
   out += " at ";
   out += where.file_name();
@@ -231,7 +268,7 @@ class [[nodiscard]] ref_token {
 
   const detail::ref_tracker* tracker_ = nullptr;
   detail::tracked_hold* hold_ = nullptr;  // owned while linked in tracker_'s list
-  std::source_location where_{};          // of the hold: named when the token is put again
+  source_location where_{};          // of the hold: named when the token is put again
   bool spent_ = false;                    // put already
 };
 
@@ -246,7 +283,7 @@ class tracked_ref_count {
   /// Returns: its token; one that holds nothing when the hold is refused (hold_after_drain,
   /// ref_overflow: diagnosed as for ref_count). Throws: std::bad_alloc (its record), nothing
   /// changed. Complexity: one allocation, one fetch_add, the object's mutex.
-  ref_token hold(std::string_view tag, std::source_location where = std::source_location::current()) {
+  ref_token hold(std::string_view tag, source_location where = source_location::current()) {
     auto* h = new detail::tracked_hold(tag, where);
     if (!count_->acquire()) {
       delete h;

@@ -962,7 +962,7 @@ class basic_registry {
     }
     if (applied < fresh.size()) {  // refused: a duplicate key, or a refused publish
       undo();
-      q.of<P>().clear();
+      q.template of<P>().clear();
       result.swapped = result.added = 0;
       return result;
     }
