@@ -8,7 +8,8 @@
 //                   both, one synchronize_rcu, unlock, free all;
 //   floor           the same by hand on hlist_floor.hpp (presized cds_hlist_head arrays,
 //                   cds_hlist_del_rcu): the least any RCU hash teardown can cost;
-//   registry_lfht   the registry on two lfht_index's (rculfhash), for comparison (--no-lfht: off).
+//   registry_lfht   the registry on two lfht_index's (rculfhash), for comparison, at N <= 1e4 unless
+//                   --lfht-max-n says otherwise (--no-lfht: never).
 // Printed per N: ns/object of each variant (the whole teardown: unlinks, grace periods, frees),
 // its grace periods per batch (counted: the registry's from batch_stats, the hand-written ones'
 // synchronize calls), the reader's lookups/s while the writer is idle (a window between populate
@@ -19,6 +20,7 @@
 // before and after it with the reader parked, below / at least kSlowPingPongNs).
 //
 //   rcubatch_bench_e2e [--quick] [--n=100,10000,1000000] [--rounds=R] [--idle-us=U] [--seed=S] [--no-lfht]
+//                      [--lfht-max-n=10000] [--no-reader]
 //
 // Each round allocates N fresh objects per variant (the registry's may be added once), populates
 // the variant's structure in one random order and tears it down in another, the same two orders
@@ -39,6 +41,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <initializer_list>
 #include <mutex>
 #include <random>
 #include <string>
@@ -59,13 +62,17 @@ using F = rcubatch::default_flavor;
 
 /// One registry entry, with a hook for every structure a variant puts it in (so every variant
 /// tears down the same type). Its keys are set at construction and never change.
+/// Layout as bench_fixture.hpp's bench_object and for the same reason: registrable's fields,
+/// which the registry's batch writes in every phase, fill cache line 0; what readers read (the
+/// keys, the hooks) starts on line 1, so a batch writes no line a reader reads except the links
+/// it has to change.
 struct object : rcubatch::registrable<object> {
   object(std::uint64_t i, const std::string& n) : id(i), name(n) { ++live; }
   ~object() { --live; }
   object(const object&) = delete;
   object& operator=(const object&) = delete;
 
-  std::uint64_t id;
+  alignas(64) std::uint64_t id;
   std::string name;
   rcubatch::hlist_hook<object> id_hl, name_hl;
   rcubatch::lfht_hook<object> id_lf, name_lf;
@@ -97,10 +104,12 @@ double grace_period() {
   return seconds_since(t0);
 }
 
-/// What one teardown did: the grace periods it waited for, and how long they took.
+/// What one teardown did: the grace periods it waited for, and where its time went (seconds):
+/// unlinking from both indexes, waiting for the grace periods, freeing; the rest of the teardown's
+/// time (the registry's queue, states and hooks; a lock) is the total minus these.
 struct teardown_result {
   unsigned gps = 0;
-  double gp_wait_s = 0;
+  double unlink_s = 0, gp_wait_s = 0, free_s = 0;
 };
 
 /// (1) and (4): the registry; add publishes into both indexes, unregister_many is the teardown.
@@ -116,8 +125,13 @@ struct registry_variant {
   teardown_result teardown(std::vector<object*>& doomed) {
     const rcubatch::batch_stats s = reg.unregister_many(doomed);
     using rcubatch::phase;
-    return {s.grace_periods, std::chrono::duration<double>(s.time_of(phase::grace_period_1) +
-                                                           s.time_of(phase::grace_period_2)).count()};
+    const auto secs = [&](std::initializer_list<phase> ps) {
+      std::chrono::nanoseconds t{0};
+      for (phase p : ps) t += s.time_of(p);
+      return std::chrono::duration<double>(t).count();
+    };
+    return {s.grace_periods, secs({phase::unlist}), secs({phase::grace_period_1, phase::grace_period_2}),
+            secs({phase::dispose_retirees, phase::ref_drain, phase::dispose_late_retirees})};  // ref_drain: destroy
   }
   const object* find_id(std::uint64_t k) const { return reg.template index<IdIndex>().find(k); }
   const object* find_name(const std::string& k) const { return reg.template index<NameIndex>().find(k); }
@@ -149,14 +163,18 @@ struct by_hand {
     teardown_result r;
     {
       std::scoped_lock l(lock);
+      const auto t0 = clock::now();
       for (object* o : doomed) {
         by_id.unlink(*o);
         by_name.unlink(*o);
       }
+      r.unlink_s = seconds_since(t0);
       r.gp_wait_s = grace_period();
       ++r.gps;
     }
+    const auto t1 = clock::now();
     for (object* o : doomed) delete o;
+    r.free_s = seconds_since(t1);
     return r;
   }
   const object* find_id(std::uint64_t k) const { return by_id.find(k); }
@@ -188,6 +206,7 @@ struct reader_control {
   alignas(64) std::atomic<bool> stop{false};
   std::atomic<int> pause{0};   // writer: 1 parks the reader (off its CPU, for the ping-pong probe)
   std::atomic<int> parked{0};  // reader: 1 while parked
+  bool running = false;        // a reader thread was started (--no-reader: none)
 };
 
 constexpr int kLookupsPerSection = 8;
@@ -236,17 +255,24 @@ void reader_loop(reader_control& rc) {
   }
 }
 
+/// A probe's time limit: a loaded machine otherwise spends 0.5 s per probe (ping_pong's default).
+constexpr double kPingPongMaxS = 0.02;
+
 /// The machine's ping-pong figure (best round, ns), with the reader parked off its CPU and the
 /// writer unpinned for the probe (its peer thread inherits the writer's pin otherwise).
 double ping_pong_reader_parked(reader_control& rc) {
-  rc.pause.store(1, std::memory_order_release);
-  while (rc.parked.load(std::memory_order_acquire) == 0) std::this_thread::yield();
+  if (rc.running) {
+    rc.pause.store(1, std::memory_order_release);
+    while (rc.parked.load(std::memory_order_acquire) == 0) std::this_thread::yield();
+  }
   unpin();
-  const double ns = ping_pong(2048).best_ns;
+  const double ns = ping_pong(1024, kPingPongMaxS).best_ns;
   pin_to_cpu(0);
-  rc.pause.store(0, std::memory_order_release);
-  rc.pause.notify_all();
-  while (rc.parked.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+  if (rc.running) {
+    rc.pause.store(0, std::memory_order_release);
+    rc.pause.notify_all();
+    while (rc.parked.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+  }
   return ns;
 }
 
@@ -254,6 +280,7 @@ double ping_pong_reader_parked(reader_control& rc) {
 
 struct sample {
   double ns_per_obj = 0;
+  double unlink_ns = 0, free_ns = 0, other_ns = 0, gp_us = 0;  // per object; the GPs per batch
   double idle_lookups_per_s = 0, batch_lookups_per_s = 0;
   double idle_hit_fraction = 0;
   unsigned gps = 0;
@@ -300,6 +327,10 @@ sample run_variant(int which, const round_plan& p, reader_control& rc) {
     secs = seconds_since(t0);
     l1 = rc.lookups.load(std::memory_order_relaxed);
     s.ns_per_obj = secs * 1e9 / static_cast<double>(n);
+    s.unlink_ns = r.unlink_s * 1e9 / static_cast<double>(n);
+    s.free_ns = r.free_s * 1e9 / static_cast<double>(n);
+    s.other_ns = (secs - r.unlink_s - r.gp_wait_s - r.free_s) * 1e9 / static_cast<double>(n);
+    s.gp_us = r.gp_wait_s * 1e6;
     s.batch_lookups_per_s = static_cast<double>(l1 - l0) / secs;
     s.gps = r.gps;
     s.disturbed = involuntary_switches() != switches || r.gp_wait_s > kGpWaitLimitS;
@@ -411,6 +442,15 @@ bool report(std::size_t n, const std::vector<round_result>& rounds, const std::v
       ok = false;
     }
   }
+  std::printf("%-15s %10s %10s %10s %10s   (medians: ns/object; the GPs' wait per batch)\n", "split", "unlink",
+              "free", "other", "GP us");
+  for (int v : variants) {
+    const auto m = [&](double sample::*f) {
+      return median_over(rounds, all, [v, f](const round_result& r) { return r.s[v].*f; }).first;
+    };
+    std::printf("%-15s %10.1f %10.1f %10.1f %10.1f\n", kNames[v], m(&sample::unlink_ns), m(&sample::free_ns),
+                m(&sample::other_ns), m(&sample::gp_us));
+  }
   struct ratio_row {
     const char* name;
     int num, den;
@@ -434,15 +474,18 @@ bool report(std::size_t n, const std::vector<round_result>& rounds, const std::v
     const auto during = [](const round_result& r) {
       return r.s[v_registry_hlist].batch_lookups_per_s / r.s[v_registry_hlist].idle_lookups_per_s;
     };
-    std::printf("reader during registry_hlist batches / idle (median of per-round ratios): %.2f\n",
-                median_over(rounds, all, during).first);
+    const auto reader_ran = [](const round_result& r) { return r.s[v_registry_hlist].idle_lookups_per_s > 0; };
+    const auto m = median_over(rounds, reader_ran, during);
+    std::printf("reader lookups/s during registry_hlist batches / idle (median of per-round ratios, over the %zu "
+                "rounds whose idle window saw lookups): %s\n",
+                m.second, value_or_dash(m, "%.2f").c_str());
   }
   return ok;
 }
 
 int default_rounds(std::size_t n, bool quick) {
   if (quick) return n <= 100 ? 31 : n <= 10'000 ? 7 : 3;
-  return n <= 100 ? 201 : n <= 10'000 ? 51 : n <= 100'000 ? 15 : 5;
+  return n <= 100 ? 101 : n <= 10'000 ? 31 : n <= 100'000 ? 11 : 5;
 }
 
 }  // namespace
@@ -451,9 +494,10 @@ int default_rounds(std::size_t n, bool quick) {
 int main(int argc, char** argv) {
   using namespace rcubatch_bench;
   std::vector<std::size_t> sizes = {100, 10'000, 1'000'000};
-  bool quick = false, lfht = true;
+  bool quick = false, lfht = true, with_reader = true;
   int rounds_override = 0;
-  double idle_s = 2e-3;
+  double idle_s = 5e-3;
+  std::size_t lfht_max_n = 10'000;  // registry_lfht at N <= this: at 1e6 it alone takes ~10 s per round
   unsigned seed = 1;
   for (int i = 1; i < argc; ++i) {
     const char* a = argv[i];
@@ -480,9 +524,14 @@ int main(int argc, char** argv) {
       seed = static_cast<unsigned>(std::strtoul(a + 7, nullptr, 10));
     } else if (std::strcmp(a, "--no-lfht") == 0) {
       lfht = false;
+    } else if (std::strncmp(a, "--lfht-max-n=", 13) == 0) {
+      lfht_max_n = static_cast<std::size_t>(std::strtoull(a + 13, nullptr, 10));
+    } else if (std::strcmp(a, "--no-reader") == 0) {
+      with_reader = false;
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--quick] [--n=N[,N...]] [--rounds=R] [--idle-us=U] [--seed=S] [--no-lfht]\n"
+                   "usage: %s [--quick] [--n=N[,N...]] [--rounds=R] [--idle-us=U] [--seed=S] [--no-lfht] [--lfht-max-n=N]\n"
+                   "          [--no-reader]\n"
                    "unknown argument: %s\n",
                    argv[0], a);
       return 2;
@@ -491,16 +540,19 @@ int main(int argc, char** argv) {
   configure_allocator_for_bench();
   pin_to_cpu(0);
   rcubatch::thread_registration<F> registered;
-  std::printf("rcubatch_bench_e2e: flavor %s, writer CPU 0, reader CPU 1 (busy, half hits, id and name "
-              "lookups alternating), idle window %.0f us, seed %u; load average %s\n", std::string(F::name).c_str(),
+  std::printf("rcubatch_bench_e2e: flavor %s, writer CPU 0, %s, idle window %.0f us, seed %u; load average %s\n",
+              std::string(F::name).c_str(),
+              with_reader ? "reader CPU 1 (busy, half hits, id and name lookups alternating)" : "no reader",
               idle_s * 1e6, seed, load_average().c_str());
   std::printf("ns/obj: one teardown of N objects (unlinks, grace periods, frees) / N, median over rounds "
               "(all, fast, slow); look/s: the reader's lookups per second, median\n");
-  std::vector<int> variants = {v_registry_hlist, v_hand_hlist, v_floor};
-  if (lfht) variants.push_back(v_registry_lfht);
 
   reader_control rc;
-  std::thread reader(reader_loop, std::ref(rc));
+  std::thread reader;
+  if (with_reader) {
+    rc.running = true;
+    reader = std::thread(reader_loop, std::ref(rc));
+  }
   std::mt19937_64 rng(seed);
   bool ok = true;
   for (std::size_t n : sizes) {
@@ -514,19 +566,23 @@ int main(int argc, char** argv) {
     plan.remove_order.resize(n);
     for (std::size_t i = 0; i < n; ++i) plan.add_order[i] = plan.remove_order[i] = i;
     const int rounds = rounds_override > 0 ? rounds_override : default_rounds(n, quick);
+    std::vector<int> variants = {v_registry_hlist, v_hand_hlist, v_floor};
+    if (lfht && n <= lfht_max_n) variants.push_back(v_registry_lfht);
     std::vector<round_result> results(static_cast<std::size_t>(rounds));
     const auto t0 = clock::now();
+    // One ping-pong probe between rounds: a round's "before" is the previous round's "after".
+    double ping = ping_pong_reader_parked(rc);
     for (round_result& r : results) {
       std::shuffle(plan.add_order.begin(), plan.add_order.end(), rng);
       std::shuffle(plan.remove_order.begin(), plan.remove_order.end(), rng);
       std::vector<int> order = variants;
       std::shuffle(order.begin(), order.end(), rng);
-      r.ping_before = ping_pong_reader_parked(rc);
+      r.ping_before = ping;
       for (int v : order) {
         r.s[v] = run_one(v, plan, rc);
         r.disturbed = r.disturbed || r.s[v].disturbed;
       }
-      r.ping_after = ping_pong_reader_parked(rc);
+      r.ping_after = ping = ping_pong_reader_parked(rc);
       const bool slow_before = r.ping_before >= kSlowPingPongNs, slow_after = r.ping_after >= kSlowPingPongNs;
       r.state = slow_before == slow_after ? (slow_before ? s_slow : s_fast) : s_mixed;
     }
@@ -535,7 +591,7 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   }
   rc.stop.store(true, std::memory_order_relaxed);
-  reader.join();
+  if (reader.joinable()) reader.join();
   std::printf("\nload average at end: %s\n", load_average().c_str());
   if (!ok) {
     std::fprintf(stderr, "rcubatch_bench_e2e: FAILED: a registry batch waited for 0 or more than 2 grace periods, "
