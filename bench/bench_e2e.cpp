@@ -11,13 +11,15 @@
 //   registry_lfht   the registry on two lfht_index's (rculfhash), for comparison, at N <= 1e4 unless
 //                   --lfht-max-n says otherwise (--no-lfht: never).
 // Printed per N: ns/object of each variant (the whole teardown: unlinks, grace periods, frees),
-// its grace periods per batch (counted: the registry's from batch_stats, the hand-written ones'
+// where it went (unlink: the registry's unlist phase; free: its ref_drain, which runs delete; the
+// rest; the GP wait per batch), its grace periods per batch (counted: the registry's from batch_stats, the hand-written ones'
 // synchronize calls), the reader's lookups/s while the writer is idle (a window between populate
 // and the batch) and during the batch, and the medians of the per-round ratios registry/hand,
 // registry/floor, hand/floor (and registry_lfht/registry_hlist), over all rounds, over the
 // undisturbed ones (no writer preemption, no grace period over kGpWaitLimitS), and split by the
 // machine's ping-pong state (fast / slow, as bench_teardown's goal case: both probes of a round,
-// before and after it with the reader parked, below / at least kSlowPingPongNs).
+// before and after it with the reader parked, below / at least kSlowPingPongNs; one probe runs
+// between consecutive rounds and serves both).
 //
 //   rcubatch_bench_e2e [--quick] [--n=100,10000,1000000] [--rounds=R] [--idle-us=U] [--seed=S] [--no-lfht]
 //                      [--lfht-max-n=10000] [--no-reader]
@@ -27,8 +29,9 @@
 // for every variant of the round; the variants run in a fresh random order each round. The
 // writer is pinned to CPU 0, the reader to CPU 1; the reader does half hits (keys drawn from
 // [0, 2N), objects have the even ones), alternating id and name lookups, 8 per read section.
-// Exits 1 if a registry batch waited for more than 2 grace periods (or none), or if any object
-// is left unfreed after its teardown. A plain main, not Google Benchmark, for the reason
+// The idle window (--idle-us, 5 ms) is the writer spinning after populate, before the batch.
+// Exits 1 if a registry batch waited for more than 2 grace periods (or none), a hand-written one
+// for other than 1, or if any object is left unfreed after its teardown. A plain main, not Google Benchmark, for the reason
 // bench_index.cpp gives: the figure is a ratio per round with the variants interleaved inside it.
 #include <rcubatch.hpp>
 #include <rcubatch/index/hlist_index.hpp>
