@@ -25,25 +25,16 @@
 #include <thread>
 #include <vector>
 
-#include <sys/resource.h>
-
 #include <rcubatch/counting_flavor.hpp>  // the floor: GPs counted, never waited for
 
 #include "bench_fixture.hpp"
 #include "bench_harness.hpp"
+#include "bench_machine.hpp"
 #include "bench_peers.hpp"
 #include "bench_ping_pong.hpp"
 
 namespace rcubatch_bench {
 namespace {
-
-/// Involuntary context switches of the calling thread so far (a rise over a timed teardown: the
-/// writer was preempted, and the time includes another tenant's slice).
-inline long involuntary_switches() {
-  rusage u{};
-  getrusage(RUSAGE_THREAD, &u);
-  return u.ru_nivcsw;
-}
 
 void mark_all_registered(std::vector<bench_object*>& objs) {
   for (auto* o : objs) o->mark_registered();
@@ -206,8 +197,8 @@ void bm_teardown(benchmark::State& st) {
 }
 
 // --- the goal case: rollback_many against the hand-written floor, one adjacent pair per repetition -
-/// Two memb GPs with one busy reader take ~20-40 µs here; a preempted reader stretches them to ms.
-constexpr double kGpWaitLimitS = 1e-3;
+// A pair is disturbed when the writer was preempted (involuntary_switches) or a GP waited more than
+// kGpWaitLimitS for a preempted reader (both in bench_machine.hpp).
 
 /// One iteration (registered with Iterations(1)): one rollback_many batch and one hand-written
 /// floor of n fresh objects on one registry and one reader group, in an order drawn per pair (a
