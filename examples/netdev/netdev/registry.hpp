@@ -397,6 +397,9 @@ class registry final : private grace_periods {
   // ---- observation ------------------------------------------------------------------------------
 
   registry_counters counters() const noexcept { return counters_; }
+  /// Starts a new window for counters().longest_batch_gp_wait_ns (netsim's `time`: per command).
+  /// Requires: the writer thread, between commands.
+  void reset_longest_batch_gp_wait() noexcept { counters_.longest_batch_gp_wait_ns = 0; }
   std::size_t device_count() noexcept {
     std::size_t n = 0;
     for (netns* ns : all_namespaces()) n += ns->device_count();

@@ -14,6 +14,10 @@ struct registry_counters {
   std::uint64_t legacy_extra_gps = 0;     // GPs the legacy strategy added to match 2.6.32
   std::uint64_t max_lock_hold_ns = 0;     // longest writer-lock hold of one command
   std::uint64_t stall_reports = 0;
+  // The longest time one batch (rollback_many / unregister_one) waited for its grace periods, since
+  // the registry was created or reset_longest_batch_gp_wait: a reader preempted inside its read
+  // section holds a GP for a scheduler slice (netsim's seed table classifies such runs).
+  std::uint64_t longest_batch_gp_wait_ns = 0;
 };
 
 }  // namespace netdev

@@ -4,6 +4,8 @@
 // (`--mode batched|legacy`, netdev/unreg_strategies.hpp). A user copying the registry keeps batched_unreg.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <memory>
 
 #include <rcubatch.hpp>
@@ -31,6 +33,9 @@ struct unreg_means {
     counters.gps_elided += s.gps_elided;
     counters.dismantle_elided += s.dismantle_elided;
     counters.stall_reports += s.stall_reports;
+    const auto gp_wait = s.time_of(rcubatch::phase::grace_period_1) + s.time_of(rcubatch::phase::grace_period_2);
+    counters.longest_batch_gp_wait_ns =
+        std::max<std::uint64_t>(counters.longest_batch_gp_wait_ns, static_cast<std::uint64_t>(gp_wait.count()));
     last_batch = s;
   }
 };
