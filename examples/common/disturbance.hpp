@@ -8,8 +8,10 @@
 //     (getrusage(RUSAGE_THREAD).ru_nivcsw rose), so the time includes another thread's slice;
 //   - a grace period waited on a preempted reader: a reader switched out inside its read-side
 //     section holds the grace period until it runs again (a scheduler slice, 1–10 ms here), where
-//     an undisturbed GP with a busy reader takes 20–50 µs. Seen as the run's GP waits, summed,
-//     over a limit (default 1 ms).
+//     an undisturbed GP with a busy reader takes 20–50 µs; likewise a writer that slept in liburcu's
+//     GP wait (futex) and is woken onto a CPU another thread holds. Seen as the run's longest wait
+//     for grace periods over a limit (default 1 ms): the teardown demo's unit is one batch (its
+//     two GPs summed), the seed table's one GP (a run may wait for thousands).
 // A run with either is disturbed. The figure shown for a set of runs is the median of the
 // undisturbed ones (median.hpp), with their count and the range of all runs; if every run was
 // disturbed (a long run always meets some preemption: 10,000 GPs one at a time), the median of
@@ -45,7 +47,7 @@ inline constexpr double kDefaultGpWaitLimitUs = 1000;
 /// What a run's record says about the machine while it ran (see the file comment).
 struct run_disturbance {
   long writer_preemptions = 0;  ///< the writer's involuntary switches over the timed work
-  double gp_wait_seconds = 0;   ///< wall time the run waited for grace periods; NaN: not measured
+  double gp_wait_seconds = 0;   ///< the run's longest wait for grace periods (see above); NaN: not measured
 };
 
 /// Whether the run was disturbed: the writer was preempted, or its GP waits exceeded the limit.

@@ -4,8 +4,7 @@
 // (`--mode batched|legacy`, netdev/unreg_strategies.hpp). A user copying the registry keeps batched_unreg.
 #pragma once
 
-#include <algorithm>
-#include <cstdint>
+#include <chrono>
 #include <memory>
 
 #include <rcubatch.hpp>
@@ -33,12 +32,19 @@ struct unreg_means {
     counters.gps_elided += s.gps_elided;
     counters.dismantle_elided += s.dismantle_elided;
     counters.stall_reports += s.stall_reports;
-    const auto gp_wait = s.time_of(rcubatch::phase::grace_period_1) + s.time_of(rcubatch::phase::grace_period_2);
-    counters.longest_batch_gp_wait_ns =
-        std::max<std::uint64_t>(counters.longest_batch_gp_wait_ns, static_cast<std::uint64_t>(gp_wait.count()));
+    counters.note_gp_wait(s.time_of(rcubatch::phase::grace_period_1));
+    counters.note_gp_wait(s.time_of(rcubatch::phase::grace_period_2));
     last_batch = s;
   }
 };
+
+/// domain.synchronize(), its wait noted in counters (registry_counters::longest_gp_wait_ns).
+template <class Flavor>
+void timed_synchronize(rcubatch::grace_domain<Flavor>& domain, registry_counters& counters) noexcept {
+  const auto start = std::chrono::steady_clock::now();
+  domain.synchronize();
+  counters.note_gp_wait(std::chrono::steady_clock::now() - start);
+}
 
 template <class Flavor>
 class unreg_strategy {

@@ -72,9 +72,9 @@ struct timing {
   long voluntary_switches = 0;
   long involuntary_switches = 0;
   std::chrono::nanoseconds table_growth{};
-  /// The longest time one batch of CMD waited for its grace periods (zero if CMD ran none): over
-  /// a millisecond, a reader was preempted inside its read section (examples/common/disturbance.hpp).
-  std::chrono::nanoseconds longest_batch_gp_wait{};
+  /// The longest wait for one grace period in CMD (zero if CMD waited for none): over a
+  /// millisecond, the scheduler held it up (examples/common/disturbance.hpp).
+  std::chrono::nanoseconds longest_gp_wait{};
   /// How often the reader threads were preempted during CMD (their involuntary context switches,
   /// summed): a reader preempted inside its read section holds a grace period until it runs
   /// again. Zero with no reader, or where /proc/self/task is unavailable.
@@ -229,7 +229,7 @@ class interpreter {
     const auto elided_before = reg_.counters().dismantle_elided;
     const auto batches_before = reg_.counters().batches;
     const auto growth_start = rcubatch::lfht_total_resize_time();
-    reg_.reset_longest_batch_gp_wait();
+    reg_.reset_longest_gp_wait();
     const long reader_preemptions_start = reader_preemptions_ ? reader_preemptions_() : 0;
     const rusage usage_start = thread_usage_now();
     const auto cpu_start = thread_cpu_now();
@@ -247,7 +247,7 @@ class interpreter {
     t.voluntary_switches = usage.ru_nvcsw - usage_start.ru_nvcsw;
     t.involuntary_switches = usage.ru_nivcsw - usage_start.ru_nivcsw;
     t.table_growth = rcubatch::lfht_total_resize_time() - growth_start;
-    t.longest_batch_gp_wait = std::chrono::nanoseconds(reg_.counters().longest_batch_gp_wait_ns);
+    t.longest_gp_wait = std::chrono::nanoseconds(reg_.counters().longest_gp_wait_ns);
     if (reader_preemptions_) t.reader_preemptions = reader_preemptions_() - reader_preemptions_start;
     if (reg_.counters().batches == batches_before + 1) t.batch = reg_.last_batch();
     if (print_times_)

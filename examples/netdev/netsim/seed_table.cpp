@@ -6,8 +6,8 @@
 // shared 2-vCPU VM one run of a 1 ms batch is stretched 2–20× when the writer is preempted or a
 // grace period waits on the scheduler (a reader preempted inside its read section, or the writer,
 // asleep in liburcu's GP wait, woken onto a CPU another tenant holds). So each run is classified
-// by the demo's rule (examples/common/disturbance.hpp: the writer's involuntary switches, the
-// longest GP wait of one batch over 1 ms), and the table shows each mode's median over its
+// by the demo's rule (examples/common/disturbance.hpp: the writer's involuntary switches, a
+// grace-period wait over 1 ms — here the longest single GP of the run), and the table shows each mode's median over its
 // undisturbed runs, how many there were, and the range of all runs. The same rule for both modes;
 // a long legacy run (thousands of GPs) is nearly always disturbed, and then its figure is the median
 // of all runs, marked. The grace-period counts must be identical across the K runs.
@@ -116,7 +116,7 @@ measured measure(const std::vector<script_line>& lines, const variables& vars, n
     m.elided += t.dismantle_elided;
     m.disturbance.writer_preemptions += t.involuntary_switches;
     m.disturbance.gp_wait_seconds =
-        std::max(m.disturbance.gp_wait_seconds, static_cast<double>(t.longest_batch_gp_wait.count()) / 1e9);
+        std::max(m.disturbance.gp_wait_seconds, static_cast<double>(t.longest_gp_wait.count()) / 1e9);
     m.reader_preemptions += t.reader_preemptions;
   }
   if (r.timings.size() == 1) m.batch = r.timings.front().batch;
@@ -289,8 +289,8 @@ int run_all(const seed_table_options& opt) {
                 static_cast<unsigned long long>(r.batched.elided));
   }
   std::printf("\nTimes: the median of each mode's undisturbed runs (n/K: undisturbed of K; * every run was "
-              "disturbed: the median of all). Disturbed: the writer was preempted, or one batch waited over "
-              "%.0f µs for its grace periods (examples/common/disturbance.hpp).\n",
+              "disturbed: the median of all). Disturbed: the writer was preempted, or one grace period took "
+              "over %.0f µs (examples/common/disturbance.hpp).\n",
               rcubatch_examples::kDefaultGpWaitLimitUs);
 
   auto find = [&](std::string_view key) -> const row& {
