@@ -184,7 +184,7 @@ void print_phase_split(const char* which, const measured& run) {
   const rcubatch::batch_stats& b = *run.batch;
   for (std::size_t p = 0; p < rcubatch::kPhases; ++p) {
     const double us = static_cast<double>(b.phase_time[p].count()) / 1e3;
-    if (us <= 0) {
+    if (b.phase_entries[p] == 0) {  // not entered (phase.hpp: e.g. grace_period_2 with nothing to wait for)
       std::printf(" — |");
       continue;
     }
