@@ -38,16 +38,17 @@
 //   - disturbance: other tenants preempt threads. A round whose writer was switched out
 //     involuntarily during the batch or the floor (getrusage), or whose batch or floor waited
 //     more than --gp-wait-limit-us for its two GPs (a reader preempted inside its read section),
-//     is left out of both states' figures and counted as disturbed.
+//     is left out of both states' figures and counted as disturbed (the rule is shared with
+//     netsim's seed table: examples/common/disturbance.hpp).
 //   - one GP per object costs ~0.2 s a round at N = 10^4, so it runs only every M-th round
 //     (default: about three times per run); the batch and both floors run every round.
 #include <rcubatch.hpp>
 
+#include "disturbance.hpp"
 #include "median.hpp"
 
 #include <pthread.h>
 #include <sched.h>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -248,14 +249,6 @@ struct result {
   double gp_wait_seconds = 0;  // time spent in the grace-period waits (batch and floor)
 };
 
-/// Involuntary context switches of the calling thread so far: a rise over a timed teardown means
-/// the writer was preempted (by another tenant here) and its time includes someone else's slice.
-long involuntary_switches() {
-  rusage u{};
-  getrusage(RUSAGE_THREAD, &u);
-  return u.ru_nivcsw;
-}
-
 /// What registries do without batching: unlink one object from both indexes, wait for a grace
 /// period, free it. (Through the library as a batch of one, so the demo needs no private access;
 /// the policy unlinks both indexes before the grace period, so each costs exactly one.)
@@ -397,6 +390,8 @@ struct round_record {
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 using rcubatch_examples::median_of;  // the project's one median (examples/common/median.hpp)
+// The one rule for a disturbed run (examples/common/disturbance.hpp), shared with netsim's seed table.
+using rcubatch_examples::involuntary_switches;
 
 struct options {
   std::size_t n = 10'000;
@@ -407,7 +402,7 @@ struct options {
   bool seed_given = false;
   int per_object_every = -1;  // -1: about three times per run
   double slow_threshold_ns = 200;
-  double gp_wait_limit_us = 1000;
+  double gp_wait_limit_us = rcubatch_examples::kDefaultGpWaitLimitUs;
   bool pin = true;
   bool heap_probe = false;
   bool json = false;
@@ -504,8 +499,9 @@ int run(const options& opt) {
       }
       rec.seconds[w] = res.seconds;
       if (w != per_object)
-        rec.disturbed = rec.disturbed || involuntary_switches() != switches_before ||
-                        res.gp_wait_seconds * 1e6 > opt.gp_wait_limit_us;
+        rec.disturbed = rec.disturbed || rcubatch_examples::is_disturbed({involuntary_switches() - switches_before,
+                                                                          res.gp_wait_seconds},
+                                                                         opt.gp_wait_limit_us);
       if (opt.heap_probe) rec.heap_probe_s[w] = time_large_malloc();
     }
     rec.ping_after_ns = probe();
@@ -560,10 +556,10 @@ int run(const options& opt) {
   // The table: the batch and the floor over the undisturbed rounds (all rounds if none was); one
   // GP per object over every round it ran in (10,000 GPs in 0.1-0.7 s always meet some preemption).
   auto table_column = [&](way w) {
-    std::vector<double> v;
+    std::vector<rcubatch_examples::classified_run> v;
     for (const auto& rec : rounds)
-      if (!std::isnan(rec.seconds[w]) && (w == per_object || !rec.disturbed)) v.push_back(rec.seconds[w]);
-    return v.empty() ? column(w) : v;
+      if (!std::isnan(rec.seconds[w])) v.push_back({rec.seconds[w], w != per_object && rec.disturbed});
+    return rcubatch_examples::undisturbed_values(v);
   };
   const double med[kWays] = {median_of(table_column(per_object)), median_of(table_column(batched)),
                              median_of(table_column(floor_way)), median_of(table_column(chain_floor_way))};

@@ -64,9 +64,9 @@ class legacy_unreg final : public unreg_strategy<Flavor> {
     // dev_close: dev_deactivate's grace period (+1 if UP). ndo_stop runs in the batch's close_many
     // below, where a macvlan's hash_del pays its own grace period (+1): 2.6.32 had no dismantle
     // flag, so the batch runs with mark_dismantle = false.
-    if (d.is_up()) m.domain.synchronize();
+    if (d.is_up()) timed_synchronize(m.domain, m.counters);
     for (unsigned i = 0; i < ops_of(d).legacy_gps; ++i) {
-      m.domain.synchronize();  // the type's own, e.g. unregister_vlan_dev's per-VID synchronize_net
+      timed_synchronize(m.domain, m.counters);  // the type's own, e.g. unregister_vlan_dev's per-VID synchronize_net
       ++m.counters.legacy_extra_gps;
     }
     rcubatch::rollback_options legacy = m.options;
@@ -74,7 +74,7 @@ class legacy_unreg final : public unreg_strategy<Flavor> {
     const rcubatch::batch_stats s = rcubatch::unregister_one(d, device_policy<Flavor>(m.policy), m.domain, legacy);
     m.account(s);
     for (unsigned paid = s.grace_periods + s.gps_elided; paid < 2; ++paid) {
-      m.domain.synchronize();  // 2.6.32 always ran both synchronize_net calls
+      timed_synchronize(m.domain, m.counters);  // 2.6.32 always ran both synchronize_net calls
       ++m.counters.legacy_extra_gps;
     }
   }

@@ -14,10 +14,16 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <latch>
+#include <string>
+#include <string_view>
 #include <random>
 #include <thread>
 #include <vector>
+
+#include <sys/types.h>
+#include <unistd.h>
 
 #include <rcubatch.hpp>
 
@@ -28,11 +34,12 @@ namespace netdev {
 template <class Flavor>
 class reader_pool {
  public:
-  reader_pool(registry<Flavor>& reg, unsigned threads) : reg_(reg) {
+  reader_pool(registry<Flavor>& reg, unsigned threads) : reg_(reg), started_tids_(threads) {
     std::latch started(threads);
     for (unsigned i = 0; i < threads; ++i)
       threads_.emplace_back([this, i, &started] { run(i, started); });
     started.wait();  // every reader is registered before the caller measures anything
+    for (const auto& tid : started_tids_) tids_.push_back(tid.load(std::memory_order_relaxed));
   }
   ~reader_pool() { stop(); }
   reader_pool(const reader_pool&) = delete;
@@ -45,6 +52,22 @@ class reader_pool {
   }
   std::uint64_t lookups() const noexcept { return lookups_.load(std::memory_order_relaxed); }
   std::uint64_t hits() const noexcept { return hits_.load(std::memory_order_relaxed); }
+  /// The reader threads' involuntary context switches so far, summed (nonvoluntary_ctxt_switches
+  /// of /proc/self/task/TID/status, counted by the scheduler at each switch). A reader preempted
+  /// inside its read section holds up every grace period until it runs again: netsim's `time`
+  /// shows how often that could have happened during a command. Zero where the file is missing.
+  /// Reads one small file per reader: call it between timed commands, not inside one.
+  long involuntary_switches() const {
+    long total = 0;
+    for (const pid_t tid : tids_) {
+      std::ifstream in("/proc/self/task/" + std::to_string(tid) + "/status");
+      std::string line;
+      constexpr std::string_view key = "nonvoluntary_ctxt_switches:";
+      while (std::getline(in, line))
+        if (line.starts_with(key)) total += std::stol(line.substr(key.size()));
+    }
+    return total;
+  }
 
  private:
   static void check_alive(const net_device* d) {
@@ -56,6 +79,7 @@ class reader_pool {
 
   void run(unsigned seed, std::latch& started) {
     rcubatch::thread_registration<Flavor> registration;
+    started_tids_[seed].store(gettid(), std::memory_order_relaxed);  // before the latch: it orders the read
     started.count_down();
     std::minstd_rand rng(seed + 1);
     std::uint64_t lookups = 0, hits = 0;
@@ -89,6 +113,8 @@ class reader_pool {
 
   registry<Flavor>& reg_;
   std::vector<std::thread> threads_;
+  std::vector<std::atomic<pid_t>> started_tids_;  // each reader's thread id, written by itself
+  std::vector<pid_t> tids_;                        // the same, read once they all started
   std::atomic<bool> stop_{false};
   std::atomic<std::uint64_t> lookups_{0};
   std::atomic<std::uint64_t> hits_{0};

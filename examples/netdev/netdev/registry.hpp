@@ -266,7 +266,7 @@ class registry final : private grace_periods {
     if (old != nullptr) {
       ns.routes().unlink(*old);
       ns.routes().add(*fresh.release());
-      domain_.synchronize();  // readers may still hold the replaced route
+      timed_synchronize(domain_, counters_);  // readers may still hold the replaced route
       delete old;
     } else {
       ns.routes().add(*fresh.release());
@@ -286,7 +286,7 @@ class registry final : private grace_periods {
     if (r == nullptr || (dev != nullptr && r->dev != dev) || (req.gateway && r->gateway != *req.gateway))
       return status::fail("RTNETLINK answers: No such process");
     ns.routes().unlink(*r);
-    domain_.synchronize();
+    timed_synchronize(domain_, counters_);
     delete r;
     return {};
   }
@@ -397,6 +397,9 @@ class registry final : private grace_periods {
   // ---- observation ------------------------------------------------------------------------------
 
   registry_counters counters() const noexcept { return counters_; }
+  /// Starts a new window for counters().longest_gp_wait_ns (netsim's `time`: per command).
+  /// Requires: the writer thread, between commands.
+  void reset_longest_gp_wait() noexcept { counters_.longest_gp_wait_ns = 0; }
   std::size_t device_count() noexcept {
     std::size_t n = 0;
     for (netns* ns : all_namespaces()) n += ns->device_count();
@@ -460,7 +463,10 @@ class registry final : private grace_periods {
   // ---- grace_periods, for link-type code --------------------------------------------------------
 
   bool synchronize_unless_dismantling(const net_device& d) noexcept override {
-    return rcubatch::synchronize_unless_dismantling(d, domain_);
+    const auto start = std::chrono::steady_clock::now();
+    const bool waited = rcubatch::synchronize_unless_dismantling(d, domain_);
+    if (waited) counters_.note_gp_wait(std::chrono::steady_clock::now() - start);
+    return waited;
   }
 
   // ---- helpers -----------------------------------------------------------------------------------
@@ -610,7 +616,7 @@ class registry final : private grace_periods {
     if (gone.empty()) return;
     for (route* r : gone) d.ns->routes().unlink(*r);
     d.ns->routes().sweep();
-    domain_.synchronize();
+    timed_synchronize(domain_, counters_);
     for (route* r : gone) delete r;
   }
 
@@ -667,7 +673,7 @@ class registry final : private grace_periods {
       if (d->ns != swept) d->ns->routes().sweep();
       swept = d->ns;
     }
-    domain_.synchronize();  // dev_deactivate_many: no transmitter is still inside an old qdisc
+    timed_synchronize(domain_, counters_);  // dev_deactivate_many: no transmitter is still inside an old qdisc
     for (net_device* d : devices) stop_device(*d);
     dead.clear_and_dispose([](route* r) { delete r; });
   }

@@ -4,6 +4,7 @@
 // (`--mode batched|legacy`, netdev/unreg_strategies.hpp). A user copying the registry keeps batched_unreg.
 #pragma once
 
+#include <chrono>
 #include <memory>
 
 #include <rcubatch.hpp>
@@ -31,9 +32,19 @@ struct unreg_means {
     counters.gps_elided += s.gps_elided;
     counters.dismantle_elided += s.dismantle_elided;
     counters.stall_reports += s.stall_reports;
+    counters.note_gp_wait(s.time_of(rcubatch::phase::grace_period_1));
+    counters.note_gp_wait(s.time_of(rcubatch::phase::grace_period_2));
     last_batch = s;
   }
 };
+
+/// domain.synchronize(), its wait noted in counters (registry_counters::longest_gp_wait_ns).
+template <class Flavor>
+void timed_synchronize(rcubatch::grace_domain<Flavor>& domain, registry_counters& counters) noexcept {
+  const auto start = std::chrono::steady_clock::now();
+  domain.synchronize();
+  counters.note_gp_wait(std::chrono::steady_clock::now() - start);
+}
 
 template <class Flavor>
 class unreg_strategy {

@@ -31,7 +31,9 @@
 #include <cctype>
 #include <charconv>
 #include <climits>
+#include <functional>
 #include <initializer_list>
+#include <optional>
 #include <new>
 #include <chrono>
 #include <ctime>
@@ -70,6 +72,15 @@ struct timing {
   long voluntary_switches = 0;
   long involuntary_switches = 0;
   std::chrono::nanoseconds table_growth{};
+  /// The longest wait for one grace period in CMD (zero if CMD waited for none): over a
+  /// millisecond, the scheduler held it up (examples/common/disturbance.hpp).
+  std::chrono::nanoseconds longest_gp_wait{};
+  /// How often the reader threads were preempted during CMD (their involuntary context switches,
+  /// summed): a reader preempted inside its read section holds a grace period until it runs
+  /// again. Zero with no reader, or where /proc/self/task is unavailable.
+  long reader_preemptions = 0;
+  /// What the batch did, phase by phase, if CMD ran exactly one batch.
+  std::optional<rcubatch::batch_stats> batch{};
 };
 
 inline rusage thread_usage_now() noexcept {
@@ -139,6 +150,8 @@ class interpreter {
   void set_print_times(bool on) noexcept { print_times_ = on; }
   /// Whether `time` lines are kept for timings() (off for a stream of any length).
   void set_record_times(bool on) noexcept { record_times_ = on; }
+  /// The readers' involuntary switches so far (timing::reader_preemptions), read around each `time`.
+  void set_reader_preemptions(std::function<long()> count) { reader_preemptions_ = std::move(count); }
 
  private:
   static status not_modelled(std::string_view what) { return status::fail(std::string(what) + " is not modelled by netsim"); }
@@ -216,6 +229,8 @@ class interpreter {
     const auto elided_before = reg_.counters().dismantle_elided;
     const auto batches_before = reg_.counters().batches;
     const auto growth_start = rcubatch::lfht_total_resize_time();
+    reg_.reset_longest_gp_wait();
+    const long reader_preemptions_start = reader_preemptions_ ? reader_preemptions_() : 0;
     const rusage usage_start = thread_usage_now();
     const auto cpu_start = thread_cpu_now();
     // The label as the command reads before it runs ("link del dummy{i}" under a for stays so).
@@ -232,13 +247,16 @@ class interpreter {
     t.voluntary_switches = usage.ru_nvcsw - usage_start.ru_nvcsw;
     t.involuntary_switches = usage.ru_nivcsw - usage_start.ru_nivcsw;
     t.table_growth = rcubatch::lfht_total_resize_time() - growth_start;
+    t.longest_gp_wait = std::chrono::nanoseconds(reg_.counters().longest_gp_wait_ns);
+    if (reader_preemptions_) t.reader_preemptions = reader_preemptions_() - reader_preemptions_start;
+    if (reg_.counters().batches == batches_before + 1) t.batch = reg_.last_batch();
     if (print_times_)
       err_ << "time: " << t.command << ": " << static_cast<double>(t.elapsed.count()) / 1e6 << " ms ("
            << static_cast<double>(t.writer_cpu.count()) / 1e6 << " ms writer CPU, " << t.minor_faults
            << " minor faults, " << t.voluntary_switches << '/' << t.involuntary_switches
            << " voluntary/involuntary switches, " << static_cast<double>(t.table_growth.count()) / 1e6
-           << " ms growing tables), " << t.grace_periods << " GPs, " << t.dismantle_elided << " dismantle-elided";
-    if (print_times_ && reg_.counters().batches == batches_before + 1) print_phases(reg_.last_batch());
+           << " ms growing tables, " << t.reader_preemptions << " reader preemptions), " << t.grace_periods << " GPs, " << t.dismantle_elided << " dismantle-elided";
+    if (print_times_ && t.batch) print_phases(*t.batch);
     if (print_times_) err_ << '\n';
     if (record_times_) timings_.push_back(std::move(t));
     return s;
@@ -823,6 +841,7 @@ class interpreter {
   bool record_times_ = true;
   int errors_ = 0;
   std::vector<timing> timings_;
+  std::function<long()> reader_preemptions_;
 };
 
 }  // namespace netsim

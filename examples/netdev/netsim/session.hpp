@@ -47,6 +47,7 @@ session_result run_session_with(Feed&& feed, variables vars, const session_optio
     interpreter<Flavor> interp(reg, vars, out, err, opt.force);
     interp.set_print_times(opt.print_times);
     interp.set_record_times(opt.record_times);
+    interp.set_reader_preemptions([&readers] { return readers.involuntary_switches(); });
     r.ok = feed(interp) && interp.errors() == 0;
     r.errors = interp.errors();
     r.timings = interp.timings();
