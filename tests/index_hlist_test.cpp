@@ -191,26 +191,34 @@ TYPED_TEST(hlist_index_test, destroying_a_non_empty_index_reports_and_unlinks_th
   EXPECT_FALSE(a.by_name.is_linked());
 }
 
-// Growth and shrink in bounded steps: a doubling finishes within B/8 updates, only adds start a
-// resize, and the replaced tables wait for a grace period of the index's domain.
+// Growth and shrink in bounded steps: a growth finishes within B/8 updates, only adds start a
+// resize, and the replaced tables wait for a grace period of the index's domain. With the default
+// grow_factor (4: 16, 64, 256, 1024, 4096 buckets) and with 2 (every power of two).
 TYPED_TEST(hlist_index_test, grows_and_shrinks_in_bounded_steps_and_frees_old_tables_after_a_grace_period) {
+  for (const std::size_t factor : {std::size_t{4}, std::size_t{2}}) {
+  SCOPED_TRACE("grow_factor " + std::to_string(factor));
+  this->arena_.all.clear();
   grace_domain<TypeParam> domain;
-  name_index<TypeParam> index(hlist_options{}, domain);
+  name_index<TypeParam> index(hlist_options{.grow_factor = factor}, domain);
   EXPECT_EQ(index.buckets(), 16u);
   constexpr int kObjects = 4096;
-  std::size_t longest_resize = 0, updates_resizing = 0;
+  std::size_t longest_resize = 0, updates_resizing = 0, growths = 0;
   for (int i = 0; i < kObjects; ++i) {
     const std::size_t before = index.resizes();
+    const std::size_t buckets_before = index.buckets();
     this->arena_.make_linked(index, "g" + std::to_string(i), i);
     if (index.resizing()) ++updates_resizing;
     if (index.resizes() != before) {
       longest_resize = std::max(longest_resize, updates_resizing);
       updates_resizing = 0;
-      EXPECT_EQ(index.buckets(), std::bit_ceil(index.size()) ) << "doubles when size() exceeds the buckets";
+      ++growths;
+      EXPECT_EQ(buckets_before + 1, index.size()) << "grows when size() exceeds the buckets";
+      EXPECT_EQ(index.buckets(), buckets_before * factor) << "by grow_factor";
     }
   }
   EXPECT_EQ(index.buckets(), 4096u);
-  EXPECT_LE(longest_resize, 2048u / 8) << "a doubling of B buckets finishes within B/8 updates";
+  EXPECT_EQ(growths, factor == 4 ? 4u : 8u);
+  EXPECT_LE(longest_resize, 4096u / factor / 8) << "a growth from B buckets finishes within B/8 updates";
   EXPECT_GE(index.retired_tables(), 1u) << "no grace period of the domain yet: the old tables wait";
   for (int i = 0; i < kObjects; ++i) ASSERT_EQ(find_in_guard(index, "g" + std::to_string(i)), this->arena_.all[static_cast<std::size_t>(i)].get());
   domain.synchronize();
@@ -234,6 +242,7 @@ TYPED_TEST(hlist_index_test, grows_and_shrinks_in_bounded_steps_and_frees_old_ta
   index.reclaim();
   EXPECT_EQ(index.retired_tables(), 0u);
   for (int i = kObjects - 10; i < kObjects; ++i) ASSERT_TRUE(index.unlink(*this->arena_.all[static_cast<std::size_t>(i)]));
+  }
 }
 
 TYPED_TEST(hlist_index_test, a_presized_index_is_not_shrunk_while_it_fills) {
@@ -291,7 +300,7 @@ template <class F>
 void readers_find_every_key_during_continuous_resizes() {
   thread_registration<F> reg;
   grace_domain<F> domain;
-  name_index<F> index(hlist_options{}, domain);
+  name_index<F> index(hlist_options{.grow_factor = 2}, domain);  // doubling: the most resizes
   constexpr int kStable = 200;
   constexpr int kChurn = 3000;  // 16 -> 4096 buckets and back each cycle
   constexpr int kCycles = 100;
@@ -482,7 +491,7 @@ void runtime_flavor_round_trip() {
   runtime_index index(lfht_runtime_flavor::of<F>());
   arena objects;
   for (int i = 0; i < 100; ++i) objects.make_linked(index, "rt" + std::to_string(i), i);
-  EXPECT_EQ(index.buckets(), 128u);
+  EXPECT_EQ(index.buckets(), 256u);  // 16, 64, 256: grow_factor 4
   EXPECT_GE(index.retired_tables(), 1u) << "no domain: updates never free a retired table";
   {
     read_guard<F> guard;
