@@ -1,5 +1,15 @@
 // hlist_index: the writer-serialized RCU hash index, over the four liburcu flavors; its resize
 // (grow and shrink by moving entries between two tables) under readers; through the registry kit.
+#include <functional>
+
+// hlist_index's test seam: called in the middle of every move of a migration (after the entry is
+// linked into the new chain, before it leaves the old one), with the moved object. Defined before
+// the header is included; no other translation unit of this binary includes hlist_index.hpp.
+namespace hlist_probe {
+inline std::function<void(const void*)> on_move;
+}
+#define RCUBATCH_HLIST_INDEX_TEST_PROBE(moved) (::hlist_probe::on_move ? ::hlist_probe::on_move(moved) : void())
+
 #include <rcubatch/index/hlist_index.hpp>
 
 #include <rcubatch.hpp>
@@ -388,6 +398,45 @@ void readers_find_every_key_during_continuous_resizes() {
   EXPECT_GE(grows, static_cast<std::size_t>(kCycles)) << "each cycle grows";
   EXPECT_GE(shrinks, static_cast<std::size_t>(kCycles) - 1) << "each cycle shrinks back";
   EXPECT_GT(updates_resizing * 10, static_cast<std::size_t>(kCycles) * kChurn * 2) << "a tenth of the updates or more moved entries";
+}
+
+// The unzip ordering, deterministically: at the midpoint of every move (the test seam above) a
+// reader on the writer's own thread must find the moved object and every other linked one, through
+// growths (16 -> 1024 buckets by 4 and by 2), a shrink and resize(). A move that unlinked from the
+// old chain before linking into the new one fails here on its first move, every run.
+TEST(hlist_index_resize, every_object_is_found_in_the_middle_of_every_move) {
+  thread_registration<flavor::memb> reg;
+  for (const std::size_t factor : {std::size_t{4}, std::size_t{2}}) {
+    SCOPED_TRACE("grow_factor " + std::to_string(factor));
+    grace_domain<flavor::memb> domain;
+    name_index<flavor::memb> index(hlist_options{.grow_factor = factor}, domain);
+    arena objects;
+    std::size_t moves = 0, moved_missing = 0, other_missing = 0;
+    hlist_probe::on_move = [&](const void* moved) {
+      ++moves;
+      const auto* m = static_cast<const session*>(moved);
+      read_guard<flavor::memb> guard;
+      if (index.find(m->name) != m) ++moved_missing;
+      for (const auto& s : objects.all)
+        if (index.holds(*s) && index.find(s->name) != s.get()) ++other_missing;
+    };
+    for (int i = 0; i < 600; ++i) objects.make_linked(index, "m" + std::to_string(i), i);
+    for (int i = 0; i < 560; ++i) ASSERT_TRUE(index.unlink(*objects.all[static_cast<std::size_t>(i)]));
+    for (int i = 0; i < 200 && (index.resizing() || index.buckets() > 128); ++i) {  // adds shrink it
+      session& t = objects.make("t" + std::to_string(i), -1);
+      ASSERT_TRUE(index.add_unique(t));
+      ASSERT_TRUE(index.unlink(t));
+    }
+    index.resize(512);
+    hlist_probe::on_move = nullptr;
+    EXPECT_EQ(moved_missing, 0u) << "a moved object was in neither chain in the middle of its move";
+    EXPECT_EQ(other_missing, 0u);
+    EXPECT_GE(moves, 400u) << "the probe saw too few moves: the check above was nearly vacuous";
+    EXPECT_GE(index.resizes(), 3u);
+    for (auto& s : objects.all) index.unlink(*s);
+    domain.synchronize();
+    index.reclaim();
+  }
 }
 
 TEST(hlist_index_resize, memb_readers_find_every_key_during_continuous_grow_and_shrink) {

@@ -699,6 +699,11 @@ class hlist_index {
     last->prev = reinterpret_cast<cds_hlist_node*>(to);
     if (first != nullptr) first->prev = last;
     rcu_set_pointer(&to->next, last);
+#ifdef RCUBATCH_HLIST_INDEX_TEST_PROBE
+    // Test seam (tests/index_hlist_test.cpp): `last` is in both chains here, and every linked
+    // object must be found; a reordered move would leave it in neither. Not defined otherwise.
+    RCUBATCH_HLIST_INDEX_TEST_PROBE(static_cast<const void*>(hook_of(last)->owner_));
+#endif
     rcu_set_pointer(&prev->next, static_cast<cds_hlist_node*>(nullptr));  // then gone from the old chain
   }
 
