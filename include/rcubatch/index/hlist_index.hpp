@@ -115,7 +115,9 @@
 #include "rcubatch/flavor.hpp"
 #include "rcubatch/fwd.hpp"
 #include "rcubatch/grace_domain.hpp"
-#include "rcubatch/index/lfht_index.hpp"  // key_member, key_members, lfht_hash: shared by both indexes
+#include "rcubatch/index/index_checks.hpp"
+#include "rcubatch/index/key_of.hpp"          // key_member, key_members, lfht_hash: shared with lfht_index
+#include "rcubatch/index/runtime_flavor.hpp"  // lfht_runtime_flavor
 #include "rcubatch/misuse.hpp"
 #include "rcubatch/read_guard.hpp"
 
