@@ -570,5 +570,21 @@ TEST(hlist_index_options, a_count_that_is_not_a_power_of_two_is_named) {
   EXPECT_THROW((name_index<flavor::memb>(hlist_options{.min_buckets = 64, .max_buckets = 32})), std::invalid_argument);
 }
 
+TEST(hlist_index_options, a_grow_factor_below_2_or_not_a_power_of_two_is_named) {
+  for (const std::size_t factor : {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{6}}) {
+    try {
+      name_index<flavor::memb> index(hlist_options{.grow_factor = factor});
+      ADD_FAILURE() << "grow_factor " << factor << " accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string_view(e.what()).find("grow_factor"), std::string_view::npos) << e.what();
+    }
+  }
+  name_index<flavor::memb> by_8(hlist_options{.grow_factor = 8});
+  arena objects;
+  for (int i = 0; i < 17; ++i) objects.make_linked(by_8, "f" + std::to_string(i), i);
+  EXPECT_EQ(by_8.buckets(), 128u) << "16 buckets, then 8x at the 17th add";
+  for (auto& s : objects.all) by_8.unlink(*s);
+}
+
 }  // namespace
 }  // namespace rcubatch
