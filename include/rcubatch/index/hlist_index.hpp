@@ -95,8 +95,8 @@
 // checks on, one thread-local read. An unlink is cds_hlist_del_rcu plus the migration check,
 // and one store to the object itself (linked_in_ = nullptr, which holds(), the register_twice
 // check and a second unlink rely on): with a reader busy on the same objects that store costs an
-// unlink 3.5-4.6x a bare cds_hlist_del_rcu's time at 10,000 objects, against 1.4-1.6x without it,
-// wherever in the object the field sits (bench/RESULTS.md, 2026-12-03 14:20-14:50).
+// unlink 3.5-4.6x a bare cds_hlist_del_rcu's time at 10,000 objects, against 1.4-1.6x without it
+// (2.5-2.8x with the field padded onto a line of its own; bench/RESULTS.md, 2026-12-03).
 // Measured in bench/bench_index.cpp (see bench/RESULTS.md).
 #pragma once
 
