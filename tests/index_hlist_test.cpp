@@ -1,5 +1,15 @@
 // hlist_index: the writer-serialized RCU hash index, over the four liburcu flavors; its resize
 // (grow and shrink by moving entries between two tables) under readers; through the registry kit.
+#include <functional>
+
+// hlist_index's test seam: called in the middle of every move of a migration (after the entry is
+// linked into the new chain, before it leaves the old one), with the moved object. Defined before
+// the header is included; no other translation unit of this binary includes hlist_index.hpp.
+namespace hlist_probe {
+inline std::function<void(const void*)> on_move;
+}
+#define RCUBATCH_HLIST_INDEX_TEST_PROBE(moved) (::hlist_probe::on_move ? ::hlist_probe::on_move(moved) : void())
+
 #include <rcubatch/index/hlist_index.hpp>
 
 #include <rcubatch.hpp>
@@ -191,26 +201,34 @@ TYPED_TEST(hlist_index_test, destroying_a_non_empty_index_reports_and_unlinks_th
   EXPECT_FALSE(a.by_name.is_linked());
 }
 
-// Growth and shrink in bounded steps: a doubling finishes within B/8 updates, only adds start a
-// resize, and the replaced tables wait for a grace period of the index's domain.
+// Growth and shrink in bounded steps: a growth finishes within B/8 updates, only adds start a
+// resize, and the replaced tables wait for a grace period of the index's domain. With the default
+// grow_factor (4: 16, 64, 256, 1024, 4096 buckets) and with 2 (every power of two).
 TYPED_TEST(hlist_index_test, grows_and_shrinks_in_bounded_steps_and_frees_old_tables_after_a_grace_period) {
+  for (const std::size_t factor : {std::size_t{4}, std::size_t{2}}) {
+  SCOPED_TRACE("grow_factor " + std::to_string(factor));
+  this->arena_.all.clear();
   grace_domain<TypeParam> domain;
-  name_index<TypeParam> index(hlist_options{}, domain);
+  name_index<TypeParam> index(hlist_options{.grow_factor = factor}, domain);
   EXPECT_EQ(index.buckets(), 16u);
   constexpr int kObjects = 4096;
-  std::size_t longest_resize = 0, updates_resizing = 0;
+  std::size_t longest_resize = 0, updates_resizing = 0, growths = 0;
   for (int i = 0; i < kObjects; ++i) {
     const std::size_t before = index.resizes();
+    const std::size_t buckets_before = index.buckets();
     this->arena_.make_linked(index, "g" + std::to_string(i), i);
     if (index.resizing()) ++updates_resizing;
     if (index.resizes() != before) {
       longest_resize = std::max(longest_resize, updates_resizing);
       updates_resizing = 0;
-      EXPECT_EQ(index.buckets(), std::bit_ceil(index.size()) ) << "doubles when size() exceeds the buckets";
+      ++growths;
+      EXPECT_EQ(buckets_before + 1, index.size()) << "grows when size() exceeds the buckets";
+      EXPECT_EQ(index.buckets(), buckets_before * factor) << "by grow_factor";
     }
   }
   EXPECT_EQ(index.buckets(), 4096u);
-  EXPECT_LE(longest_resize, 2048u / 8) << "a doubling of B buckets finishes within B/8 updates";
+  EXPECT_EQ(growths, factor == 4 ? 4u : 8u);
+  EXPECT_LE(longest_resize, 4096u / factor / 8) << "a growth from B buckets finishes within B/8 updates";
   EXPECT_GE(index.retired_tables(), 1u) << "no grace period of the domain yet: the old tables wait";
   for (int i = 0; i < kObjects; ++i) ASSERT_EQ(find_in_guard(index, "g" + std::to_string(i)), this->arena_.all[static_cast<std::size_t>(i)].get());
   domain.synchronize();
@@ -234,6 +252,7 @@ TYPED_TEST(hlist_index_test, grows_and_shrinks_in_bounded_steps_and_frees_old_ta
   index.reclaim();
   EXPECT_EQ(index.retired_tables(), 0u);
   for (int i = kObjects - 10; i < kObjects; ++i) ASSERT_TRUE(index.unlink(*this->arena_.all[static_cast<std::size_t>(i)]));
+  }
 }
 
 TYPED_TEST(hlist_index_test, a_presized_index_is_not_shrunk_while_it_fills) {
@@ -291,7 +310,7 @@ template <class F>
 void readers_find_every_key_during_continuous_resizes() {
   thread_registration<F> reg;
   grace_domain<F> domain;
-  name_index<F> index(hlist_options{}, domain);
+  name_index<F> index(hlist_options{.grow_factor = 2}, domain);  // doubling: the most resizes
   constexpr int kStable = 200;
   constexpr int kChurn = 3000;  // 16 -> 4096 buckets and back each cycle
   constexpr int kCycles = 100;
@@ -379,6 +398,45 @@ void readers_find_every_key_during_continuous_resizes() {
   EXPECT_GE(grows, static_cast<std::size_t>(kCycles)) << "each cycle grows";
   EXPECT_GE(shrinks, static_cast<std::size_t>(kCycles) - 1) << "each cycle shrinks back";
   EXPECT_GT(updates_resizing * 10, static_cast<std::size_t>(kCycles) * kChurn * 2) << "a tenth of the updates or more moved entries";
+}
+
+// The unzip ordering, deterministically: at the midpoint of every move (the test seam above) a
+// reader on the writer's own thread must find the moved object and every other linked one, through
+// growths (16 -> 1024 buckets by 4 and by 2), a shrink and resize(). A move that unlinked from the
+// old chain before linking into the new one fails here on its first move, every run.
+TEST(hlist_index_resize, every_object_is_found_in_the_middle_of_every_move) {
+  thread_registration<flavor::memb> reg;
+  for (const std::size_t factor : {std::size_t{4}, std::size_t{2}}) {
+    SCOPED_TRACE("grow_factor " + std::to_string(factor));
+    grace_domain<flavor::memb> domain;
+    name_index<flavor::memb> index(hlist_options{.grow_factor = factor}, domain);
+    arena objects;
+    std::size_t moves = 0, moved_missing = 0, other_missing = 0;
+    hlist_probe::on_move = [&](const void* moved) {
+      ++moves;
+      const auto* m = static_cast<const session*>(moved);
+      read_guard<flavor::memb> guard;
+      if (index.find(m->name) != m) ++moved_missing;
+      for (const auto& s : objects.all)
+        if (index.holds(*s) && index.find(s->name) != s.get()) ++other_missing;
+    };
+    for (int i = 0; i < 600; ++i) objects.make_linked(index, "m" + std::to_string(i), i);
+    for (int i = 0; i < 560; ++i) ASSERT_TRUE(index.unlink(*objects.all[static_cast<std::size_t>(i)]));
+    for (int i = 0; i < 200 && (index.resizing() || index.buckets() > 128); ++i) {  // adds shrink it
+      session& t = objects.make("t" + std::to_string(i), -1);
+      ASSERT_TRUE(index.add_unique(t));
+      ASSERT_TRUE(index.unlink(t));
+    }
+    index.resize(512);
+    hlist_probe::on_move = nullptr;
+    EXPECT_EQ(moved_missing, 0u) << "a moved object was in neither chain in the middle of its move";
+    EXPECT_EQ(other_missing, 0u);
+    EXPECT_GE(moves, 400u) << "the probe saw too few moves: the check above was nearly vacuous";
+    EXPECT_GE(index.resizes(), 3u);
+    for (auto& s : objects.all) index.unlink(*s);
+    domain.synchronize();
+    index.reclaim();
+  }
 }
 
 TEST(hlist_index_resize, memb_readers_find_every_key_during_continuous_grow_and_shrink) {
@@ -482,7 +540,7 @@ void runtime_flavor_round_trip() {
   runtime_index index(lfht_runtime_flavor::of<F>());
   arena objects;
   for (int i = 0; i < 100; ++i) objects.make_linked(index, "rt" + std::to_string(i), i);
-  EXPECT_EQ(index.buckets(), 128u);
+  EXPECT_EQ(index.buckets(), 256u);  // 16, 64, 256: grow_factor 4
   EXPECT_GE(index.retired_tables(), 1u) << "no domain: updates never free a retired table";
   {
     read_guard<F> guard;
@@ -510,6 +568,22 @@ TEST(hlist_index_options, a_count_that_is_not_a_power_of_two_is_named) {
     EXPECT_NE(std::string_view(e.what()).find("initial_buckets = 12"), std::string_view::npos) << e.what();
   }
   EXPECT_THROW((name_index<flavor::memb>(hlist_options{.min_buckets = 64, .max_buckets = 32})), std::invalid_argument);
+}
+
+TEST(hlist_index_options, a_grow_factor_below_2_or_not_a_power_of_two_is_named) {
+  for (const std::size_t factor : {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{6}}) {
+    try {
+      name_index<flavor::memb> index(hlist_options{.grow_factor = factor});
+      ADD_FAILURE() << "grow_factor " << factor << " accepted";
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string_view(e.what()).find("grow_factor"), std::string_view::npos) << e.what();
+    }
+  }
+  name_index<flavor::memb> by_8(hlist_options{.grow_factor = 8});
+  arena objects;
+  for (int i = 0; i < 17; ++i) objects.make_linked(by_8, "f" + std::to_string(i), i);
+  EXPECT_EQ(by_8.buckets(), 128u) << "16 buckets, then 8x at the 17th add";
+  for (auto& s : objects.all) by_8.unlink(*s);
 }
 
 }  // namespace

@@ -3,7 +3,7 @@
 namespace netdev {
 
 namespace {
-// Each index starts with 4,096 buckets (32 KiB) and never shrinks below; it doubles when full and
+// Each index starts with 4,096 buckets (32 KiB) and never shrinks below; it grows 4x when full and
 // shrinks below an eighth, each resize spread over the following updates (hlist_index.hpp).
 constexpr rcubatch::hlist_options kDeviceIndexOptions{.initial_buckets = 4096, .min_buckets = 4096};
 constexpr std::size_t kRetiredTablesBeforeReclaim = 8;

@@ -56,12 +56,14 @@
 //     grace period (below).
 // No grace period is waited for during a resize, and grow and shrink are the same code.
 // Bound: each update migrates at most kMigrateVisits (16) old buckets and kMigrateMoves (8)
-// entries, so no update pays more than that; a doubling at load factor 1 finishes within
-// B/8 updates (B: the old bucket count), long before the next doubling is due (lookups search two
+// entries, so no update pays more than that; a growth at load factor 1 finishes within
+// B/8 updates (B: the old bucket count), long before the next growth is due (lookups search two
 // tables meanwhile: for sizes between B and 1.125 B). Only adds start a
 // resize (unlinks go on with one in progress), so a mass unlink — a registry's batch teardown —
 // runs at the speed of cds_hlist_del_rcu and leaves the table as it was. Growth: when an add makes
-// size() exceed the newest table's bucket count (load factor 1), to twice that. Shrink
+// size() exceed the newest table's bucket count (load factor 1), to hlist_options::grow_factor
+// (4) times that: filling to N moves about N/3 entries in all (N with doubling; each move is a
+// cold line at large N, which made a growing insert 2.6-3.4x a presized table's at 10^6). Shrink
 // (hlist_options::shrink, on by default): when an unlink has left size() below an eighth of the
 // buckets and the next add finds it still there, to bit_ceil(2 x size()) (not below
 // min_buckets) — so a presized table is not shrunk while it fills. resize(n) does a whole resize at
@@ -90,7 +92,11 @@
 //
 // Cost: a find is one hash, one acquire load of the table, one bucket walk comparing cached
 // hashes (the key is compared only on an equal hash), and one more load of `future`; with
-// checks on, one thread-local read. An unlink is cds_hlist_del_rcu plus the migration check.
+// checks on, one thread-local read. An unlink is cds_hlist_del_rcu plus the migration check,
+// and one store to the object itself (linked_in_ = nullptr, which holds(), the register_twice
+// check and a second unlink rely on): with a reader busy on the same objects that store costs an
+// unlink 3.5-4.6x a bare cds_hlist_del_rcu's time at 10,000 objects, against 1.4-1.6x without it
+// (2.5-2.8x with the field padded onto a line of its own; bench/RESULTS.md, 2026-12-03).
 // Measured in bench/bench_index.cpp (see bench/RESULTS.md).
 #pragma once
 
@@ -113,7 +119,9 @@
 #include "rcubatch/flavor.hpp"
 #include "rcubatch/fwd.hpp"
 #include "rcubatch/grace_domain.hpp"
-#include "rcubatch/index/lfht_index.hpp"  // key_member, key_members, lfht_hash: shared by both indexes
+#include "rcubatch/index/index_checks.hpp"
+#include "rcubatch/index/key_of.hpp"          // key_member, key_members, lfht_hash: shared with lfht_index
+#include "rcubatch/index/runtime_flavor.hpp"  // lfht_runtime_flavor
 #include "rcubatch/misuse.hpp"
 #include "rcubatch/read_guard.hpp"
 
@@ -147,6 +155,11 @@ struct hlist_options {
   std::size_t min_buckets = 16;      ///< shrinking stops here
   std::size_t max_buckets = 0;       ///< growth stops here; 0: no limit
   bool grow = true;                  ///< grow at load factor 1 (see the file comment)
+  /// A growth multiplies the bucket count by this (a power of two, at least 2). 4 moves each entry
+  /// about N/3 times in all while a table fills to N instead of about N times with 2 (half the
+  /// cost of an insert at N = 10^6: bench/RESULTS.md), for up to 4 buckets per entry right after a
+  /// growth instead of 2.
+  std::size_t grow_factor = 4;
   bool shrink = true;                ///< shrink below load factor 1/8
 };
 
@@ -225,6 +238,8 @@ class hlist_index {
         options_(options) {
     check_power_of_two(options.initial_buckets, "initial_buckets");
     check_power_of_two(options.min_buckets, "min_buckets");
+    if (options.grow_factor < 2) throw std::invalid_argument("rcubatch::hlist_index: grow_factor must be at least 2");
+    check_power_of_two(options.grow_factor, "grow_factor");
     if (options.max_buckets != 0) {
       check_power_of_two(options.max_buckets, "max_buckets");
       if (options.min_buckets > options.max_buckets)
@@ -642,7 +657,7 @@ class hlist_index {
     const std::size_t n = size();
     const std::size_t b = newest_->buckets();
     std::size_t target = b;
-    if (options_.grow && n > b) target = clamp(b * 2);
+    if (options_.grow && n > b) target = clamp(b * options_.grow_factor);
     else if (shrink_wanted_ && n < b / 8) target = clamp(std::bit_ceil(n * 2 == 0 ? std::size_t{1} : n * 2));
     else shrink_wanted_ = false;  // an add that finds size() back above b/8 drops the request
     if (target == b) return;
@@ -663,7 +678,7 @@ class hlist_index {
   /// The sizes past which an add starts a resize, for the newest table's bucket count.
   void set_thresholds() noexcept {
     const std::size_t b = newest_->buckets();
-    grow_above_ = options_.grow && clamp(b * 2) != b ? b : SIZE_MAX;
+    grow_above_ = options_.grow && clamp(b * options_.grow_factor) != b ? b : SIZE_MAX;
     shrink_below_ = options_.shrink && b > options_.min_buckets ? b / 8 : 0;
   }
 
@@ -690,6 +705,11 @@ class hlist_index {
     last->prev = reinterpret_cast<cds_hlist_node*>(to);
     if (first != nullptr) first->prev = last;
     rcu_set_pointer(&to->next, last);
+#ifdef RCUBATCH_HLIST_INDEX_TEST_PROBE
+    // Test seam (tests/index_hlist_test.cpp): `last` is in both chains here, and every linked
+    // object must be found; a reordered move would leave it in neither. Not defined otherwise.
+    RCUBATCH_HLIST_INDEX_TEST_PROBE(static_cast<const void*>(hook_of(last)->owner_));
+#endif
     rcu_set_pointer(&prev->next, static_cast<cds_hlist_node*>(nullptr));  // then gone from the old chain
   }
 

@@ -74,15 +74,11 @@
 #include "rcubatch/fwd.hpp"
 #include "rcubatch/misuse.hpp"
 #include "rcubatch/read_guard.hpp"
+#include "rcubatch/index/index_checks.hpp"   // RCUBATCH_INDEX_CHECKS and the shared checks
+#include "rcubatch/index/key_of.hpp"          // key_member, key_members, lfht_hash
+#include "rcubatch/index/runtime_flavor.hpp"  // lfht_runtime_flavor, lfht_flavor
 
 #include <urcu/rculfhash.h>
-
-// On in every build, release (NDEBUG) included: a find outside a read_guard is a use-after-free
-// waiting for a grace period, and release builds are where it would go unseen. Opt out with
-// -DRCUBATCH_INDEX_CHECKS=0 (the cost is stated in the file comment).
-#ifndef RCUBATCH_INDEX_CHECKS
-#define RCUBATCH_INDEX_CHECKS 1
-#endif
 
 namespace rcubatch {
 
@@ -104,72 +100,6 @@ struct lfht_hook {
   T* owner_ = nullptr;           // set before publication, never changed while readers can see it
   const void* linked_in_ = nullptr;  // the index it is linked in; writer only, readers never read it
   ///@}
-};
-
-/// KeyOf for a data member: `key_member<&session::name>` reads `s.name`.
-template <auto Member>
-struct key_member {
-  /// obj's key: the member. Throws: nothing.
-  template <class T>
-  constexpr const auto& operator()(const T& obj) const noexcept { return obj.*Member; }
-};
-
-/// KeyOf for a composite key: `key_members<&route::owner, &route::type>` reads
-/// `std::tie(r.owner, r.type)`. Look it up with any std::tuple of the same arity whose elements
-/// compare equal to the members' (`index.find(std::tuple(owner, std::string_view("gre")))`):
-/// lfht_hash hashes a tuple element by element, each as it would hash alone, so a string member
-/// and a string_view in the lookup hash alike. No hand-written KeyOf or Hash.
-template <auto... Members>
-struct key_members {
-  static_assert(sizeof...(Members) >= 2, "rcubatch::key_members: name two members or more (key_member for one)");
-  /// obj's key: a tuple of references to the members (std::tie). Throws: nothing.
-  template <class T>
-  constexpr auto operator()(const T& obj) const noexcept {
-    return std::tie(obj.*Members...);
-  }
-};
-
-namespace detail {
-template <class K>
-inline constexpr bool is_std_tuple = false;
-template <class... Es>
-inline constexpr bool is_std_tuple<std::tuple<Es...>> = true;
-}  // namespace detail
-
-/// The default Hash: strings through std::hash<std::string_view>, integers and enums by value,
-/// std::tuples (key_members) element by element, anything else through std::hash; every result is
-/// mixed, because rculfhash picks buckets from the low bits and orders chains by the bit-reversed
-/// hash, and std::hash of an int is the int.
-struct lfht_hash {
-  using is_transparent = void;  ///< lookups may pass any key type it can hash (a string_view for a string)
-  /// murmur3's 64-bit finalizer: spreads std::hash's value over all bits.
-  static constexpr unsigned long mix(unsigned long x) noexcept {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdUL;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53UL;
-    x ^= x >> 33;
-    return x;
-  }
-  /// The hash of key (a tuple: of its elements in order). Throws: nothing.
-  template <class K>
-  unsigned long operator()(const K& key) const noexcept {
-    if constexpr (std::is_convertible_v<const K&, std::string_view>) {
-      return mix(std::hash<std::string_view>{}(std::string_view(key)));
-    } else if constexpr (std::is_integral_v<K> || std::is_enum_v<K>) {
-      return mix(static_cast<unsigned long>(key));
-    } else if constexpr (detail::is_std_tuple<K>) {
-      return std::apply(
-          [this](const auto&... element) {
-            unsigned long h = 0;
-            ((h = mix(h ^ (*this)(element))), ...);  // order-sensitive: (a, b) and (b, a) differ
-            return h;
-          },
-          key);
-    } else {
-      return mix(static_cast<unsigned long>(std::hash<K>{}(key)));
-    }
-  }
 };
 
 /// How an index's bucket array follows its size.
@@ -200,72 +130,6 @@ struct lfht_options {
   lfht_growth growth = lfht_growth::on_add;  ///< who grows the table (lfht_growth)
 };
 
-/// A liburcu flavor with its rcu_flavor_struct: what rculfhash is created with (test doubles such as
-/// counting_flavor have none).
-template <class F>
-concept lfht_flavor = rcu_flavor<F> && requires {
-  { F::table() } -> std::same_as<const rcu_flavor_struct&>;
-};
-
-/// A liburcu flavor chosen at run time, for code that is not a template over the flavor (a .cpp file
-/// of link-type code whose program picks the flavor from its command line):
-///   lfht_index<T, &T::hook, KeyOf, lfht_runtime_flavor> index(lfht_runtime_flavor::of<flavor::qsbr>());
-/// Each member stands for the compile-time flavor F's own call (read_guard<F>, offline_scope<F>,
-/// in_read_section<F>), so the index behaves as lfht_index<..., F> does, checks included, at the
-/// cost of an indirect call per read lock and per check.
-struct lfht_runtime_flavor {
-  std::string_view name;                     ///< F::name
-  bool quiescent_state_based = false;        ///< F::quiescent_state_based
-  const rcu_flavor_struct* table = nullptr;  ///< F::table(): what rculfhash is created with
-  /// fn(arg) inside a read_guard<F>.
-  void (*run_in_read_section)(void (*fn)(void*), void* arg) = nullptr;
-  /// fn(arg) inside an offline_scope<F> (qsbr only; others call fn(arg)).
-  void (*run_offline)(void (*fn)(void*), void* arg) = nullptr;
-  bool (*in_read_section)() noexcept = nullptr;  ///< in_read_section<F>()
-  bool (*read_ongoing)() noexcept = nullptr;     ///< F::read_ongoing()
-  /// F::synchronize() (offline for it under qsbr), then the TSan grace-period edge of F
-  /// (hlist_index::reclaim on a run-time flavor). Requires: outside read sections of F.
-  void (*synchronize)() noexcept = nullptr;
-
-  /// The description of the compile-time flavor F (one static object per F). Complexity: O(1).
-  template <lfht_flavor F>
-  static const lfht_runtime_flavor& of() noexcept {
-    static const lfht_runtime_flavor f{
-        F::name,
-        F::quiescent_state_based,
-        &F::table(),
-        [](void (*fn)(void*), void* arg) {
-          read_guard<F> guard;
-          fn(arg);
-        },
-        [](void (*fn)(void*), void* arg) {
-          if constexpr (F::quiescent_state_based) {
-            offline_scope<F> offline;
-            fn(arg);
-          } else {
-            fn(arg);
-          }
-        },
-        []() noexcept { return rcubatch::in_read_section<F>(); },
-        []() noexcept { return static_cast<bool>(F::read_ongoing()); },
-        []() noexcept {
-          if constexpr (F::quiescent_state_based) {
-            if (F::read_ongoing()) {
-              offline_scope<F> offline;  // an online qsbr thread would wait for itself
-              F::synchronize();
-            } else {
-              F::synchronize();
-            }
-          } else {
-            F::synchronize();
-          }
-          detail::tsan_grace_period_ended<F>();
-        },
-    };
-    return f;
-  }
-};
-
 namespace detail {
 /// Nanoseconds spent in lfht_index resizes run by the caller's thread, all indexes together.
 /// Relaxed: a statistic; indexes of several writers may resize at once.
@@ -282,29 +146,6 @@ inline std::chrono::nanoseconds lfht_total_resize_time() noexcept {
   return std::chrono::nanoseconds(detail::lfht_resize_ns.load(std::memory_order_relaxed));
 }
 
-namespace detail {
-/// The options check of both indexes: `v` (option `index`::`name`) must be a power of two.
-inline void index_require_power_of_two(const char* options, const char* name, unsigned long v) {
-  if (!std::has_single_bit(v))
-    throw std::invalid_argument(std::string("rcubatch: ") + options + "::" + name + " = " + std::to_string(v) +
-                                " is not a power of two");
-}
-
-/// The register_twice report of both indexes' adds, for an object whose hook is already linked.
-inline void diagnose_hook_linked(const char* index, const char* op, bool in_this_index) {
-  detail::diagnose(misuse_kind::register_twice,
-                   std::string(index) + "::" + op + ": the object's hook is already linked in " +
-                       (in_this_index ? "this index" : "another index") +
-                       " (unlink it and wait for a grace period before adding it again)");
-}
-
-/// RCUBATCH_INDEX_CHECKS: the caller's thread is in the wrong state for an index call. Like an
-/// assert, with a sentence: a pointer found outside a read section can be freed under the caller.
-[[noreturn]] inline void index_check_failed(const char* op, const char* what) noexcept {
-  std::fprintf(stderr, "rcubatch: lfht_index::%s: %s\n", op, what);
-  std::abort();
-}
-}  // namespace detail
 
 /// Defaults (fwd.hpp): Flavor = default_flavor, Hash = lfht_hash, KeyEqual = std::equal_to<>.
 template <class T, lfht_hook<T> T::*Hook, class KeyOf, class Flavor, class Hash, class KeyEqual>
