@@ -761,13 +761,25 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
       work_cv_.notify_all();
     }
     while (completed_ < seq) {
-      if (!running_ && taken_ < seq) {
+      if (!running_ && taken_ < seq && released_asleep_() == 0) {
         run_claimed(lock);
         continue;
       }
+      // Counted by the batch its request is in: the running one (taken) or the next (pending).
+      const std::size_t slot = static_cast<std::size_t>(taken_ >= seq ? batches_started_ : batches_started_ + 1) & 1;
+      ++asleep_for_[slot];
       wait_offline(done_cv_, lock);
+      if (--asleep_for_[slot] == 0 && !running_ && pending_ > 0 && slot == (batches_started_ & 1))
+        done_cv_.notify_all();  // the last caller released by the batch that ended is up: lead the next
     }
   }
+
+  /// Requires: m_. Callers whose request the last batch completed and that have not run since
+  /// it woke them. A waiting caller leads the next batch only once this is 0: those callers are
+  /// runnable (woken, inside this object), and a closed-loop caller resubmits as soon as it
+  /// returns, so the next batch takes their requests too instead of leaving them for the one
+  /// after — a gather on an event that is certain to come soon (they are runnable), not a timer.
+  std::size_t released_asleep_() const noexcept { return asleep_for_[batches_started_ & 1]; }
 
   void drain_noexcept() noexcept {
     try {
@@ -841,6 +853,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
     std::scoped_lock lock(m_);
     if (running_ || pending_ != 0 || blocked_now_ != 0 || !fits(bytes)) return false;
     running_ = true;
+    ++batches_started_;
     charged_bytes_ += bytes;
     high_water_bytes_ = std::max(high_water_bytes_, charged_bytes_);
     ++direct_in_flight_;
@@ -960,6 +973,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
       pending_bytes_ = 0;
       taken_ = through;
       current_ ^= 1;
+      ++batches_started_;
     }
     generation taken;
     std::swap(taken, generations_[gen]);
@@ -1064,6 +1078,8 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   std::size_t blocked_now_ = 0;
   std::size_t direct_in_flight_ = 0;    // run_direct's request (0 or 1: it holds the run)
   std::uint64_t direct_completed_ = 0;  // requests run_direct completed (they take no ticket)
+  std::uint64_t batches_started_ = 0;   // batches that took requests (run_direct's included)
+  std::size_t asleep_for_[2] = {0, 0};  // callers asleep in wait_until_completed, by their batch's parity
   clock::time_point oldest_{};
   clock::time_point last_batch_end_{};
   bool running_ = false;
