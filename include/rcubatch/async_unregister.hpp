@@ -35,8 +35,14 @@
 // running and their request was not taken yet, they run the batch of everything pending at once,
 // on their own thread; if one is running, they wait for it, and the first of them to see it end
 // leads the next one, which takes every request that arrived meanwhile. So W synchronous callers
-// combine into batches of up to W requests, and a lone caller pays what a plain unregister_one
-// would. Requests nobody waits for (submit only) are run by the background thread the object
+// combine into batches of up to W requests. A lone unregister() — no batch running, nothing
+// pending — takes a shorter path: it claims the run and charges the budget in one critical
+// section and runs the batch of its object with the registry's own policies (validate and unlist
+// in the batch, as registry::unregister), without a ticket or per-request bookkeeping, so it pays
+// what a plain unregister_one would. A waiting caller leads the next batch only once every caller
+// the last batch released has run again (they are runnable: woken, inside this object), so
+// callers that resubmit as soon as they return — a closed loop — join that batch instead of the
+// one after: a gather on an event certain to come soon, not a timer. Requests nobody waits for (submit only) are run by the background thread the object
 // owns (reclaim_mode::background_thread) or, in reclaim_mode::manual, by run_now(), run_if_due()
 // and budget-blocked submits, when a batch is due. A batch's hooks therefore run on whichever
 // thread leads it. Under qsbr the background thread is registered with the flavor and goes
@@ -761,7 +767,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
       work_cv_.notify_all();
     }
     while (completed_ < seq) {
-      if (!running_ && taken_ < seq && released_asleep_() == 0) {
+      if (!running_ && taken_ < seq && released_still_asleep() == 0) {
         run_claimed(lock);
         continue;
       }
@@ -779,7 +785,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   /// runnable (woken, inside this object), and a closed-loop caller resubmits as soon as it
   /// returns, so the next batch takes their requests too instead of leaving them for the one
   /// after — a gather on an event that is certain to come soon (they are runnable), not a timer.
-  std::size_t released_asleep_() const noexcept { return asleep_for_[batches_started_ & 1]; }
+  std::size_t released_still_asleep() const noexcept { return asleep_for_[batches_started_ & 1]; }
 
   void drain_noexcept() noexcept {
     try {
