@@ -847,6 +847,28 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
     return requests;
   }
 
+  /// Marks the calling thread as running this reclaimer's batch (its hooks: submit from destroy
+  /// is counted and never budget-blocked; the waits are diagnosed) for its scope.
+  struct running_batch_mark {
+    explicit running_batch_mark(const void* reclaimer) noexcept
+        : outer(std::exchange(detail::t_running_batch_of, reclaimer)) {}
+    ~running_batch_mark() { detail::t_running_batch_of = outer; }
+    running_batch_mark(const running_batch_mark&) = delete;
+    running_batch_mark& operator=(const running_batch_mark&) = delete;
+    const void* outer;
+  };
+
+  /// Requires: m_. Adds a batch that ended to the totals.
+  void count_batch(const async_batch_report& report) noexcept {
+    ++totals_.batches;
+    totals_.grace_periods += report.batch.grace_periods;
+    totals_.gps_pipelined += report.batch.gps_pipelined;
+    totals_.objects += report.batch.objects;
+    totals_.max_requests_per_batch = std::max(totals_.max_requests_per_batch, report.requests);
+    totals_.max_threads_per_batch = std::max(totals_.max_threads_per_batch, report.threads);
+    totals_.last_batch = report;
+  }
+
   /// The lone synchronous caller's fast path (unregister): no batch running and nothing pending
   /// → it claims the run and charges `bytes` in one critical section of m_, and run_direct tears
   /// obj down at once, without a ticket or the per-request bookkeeping of a submit (the
@@ -892,10 +914,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
         finish_direct(bytes, nullptr, start);
         return false;
       }
-      struct running_mark {
-        const void* outer;
-        ~running_mark() { detail::t_running_batch_of = outer; }
-      } mark{std::exchange(detail::t_running_batch_of, static_cast<const void*>(this))};
+      const running_batch_mark mark(this);
       st = run_lanes_with_registry_policies(q, std::index_sequence_for<Policies...>{});
     } catch (...) {
       finish_direct(bytes, nullptr, clock::time_point{});
@@ -922,13 +941,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
         report.batch = *st;
         ++direct_completed_;
         last_batch_end_ = end;
-        ++totals_.batches;
-        totals_.grace_periods += st->grace_periods;
-        totals_.gps_pipelined += st->gps_pipelined;
-        totals_.objects += st->objects;
-        totals_.max_requests_per_batch = std::max<std::size_t>(totals_.max_requests_per_batch, 1);
-        totals_.max_threads_per_batch = std::max<std::size_t>(totals_.max_threads_per_batch, 1);
-        totals_.last_batch = report;
+        count_batch(report);
       }
       more = pending_ > 0;
     }
@@ -989,10 +1002,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
     report.requests = requests;
     report.threads = taken.threads.size();
     {
-      struct running_mark {
-        const void* outer;
-        ~running_mark() { detail::t_running_batch_of = outer; }
-      } mark{std::exchange(detail::t_running_batch_of, static_cast<const void*>(this))};
+      const running_batch_mark mark(this);
       report.batch = run_lanes(queues_[gen], taken.unlisted_before, std::index_sequence_for<Policies...>{});
     }
     writer.unlock();
@@ -1010,13 +1020,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
       charged_bytes_ -= bytes;
       last_batch_end_ = end;
       running_ = false;
-      ++totals_.batches;
-      totals_.grace_periods += report.batch.grace_periods;
-      totals_.gps_pipelined += report.batch.gps_pipelined;
-      totals_.objects += report.batch.objects;
-      totals_.max_requests_per_batch = std::max(totals_.max_requests_per_batch, requests);
-      totals_.max_threads_per_batch = std::max(totals_.max_threads_per_batch, report.threads);
-      totals_.last_batch = report;
+      count_batch(report);
       more = pending_ > 0;
     }
     done_cv_.notify_all();
