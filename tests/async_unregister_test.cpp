@@ -1021,6 +1021,80 @@ TEST_F(async_counting, a_submit_whose_validate_throws_leaves_the_object_register
   EXPECT_EQ(book.destroyed[1].load(), 1);
 }
 
+TEST_F(async_counting, a_lone_unregister_runs_one_batch_at_once_and_takes_no_ticket) {
+  // The lone caller's fast path: nothing pending, no batch running → one batch of its object at
+  // once, one GP (nothing unlinked after it), counted as one request; tickets issued later start
+  // at 1 (the fast path took none), so the two kinds of request never share a number.
+  one_gp_registry reg;
+  async_unregister reclaimer(reg, async_options{.batch_count = 1'000'000, .max_age = std::chrono::hours(1)});
+  item* a = add_item(reg, 1);
+  item* b = add_item(reg, 2);
+  const std::uint64_t gps0 = CF::synchronizes();
+  ASSERT_TRUE(reclaimer.unregister(*a));
+  EXPECT_FALSE(findable(reg, 1));
+  async_stats st = reclaimer.stats();
+  EXPECT_EQ(st.batches, 1u);
+  EXPECT_EQ(st.submitted, 1u);
+  EXPECT_EQ(st.completed, 1u);
+  EXPECT_EQ(st.pending_count, 0u);
+  EXPECT_EQ(st.pending_bytes, 0u);
+  EXPECT_EQ(st.grace_periods, 1u);
+  EXPECT_EQ(CF::synchronizes() - gps0, 1u);
+  const unregister_ticket t = reclaimer.submit(*b);
+  EXPECT_EQ(t.sequence(), 1u);
+  reclaimer.wait(t);
+  st = reclaimer.stats();
+  EXPECT_EQ(st.submitted, 2u);
+  EXPECT_EQ(st.completed, 2u);
+}
+
+TEST_F(async_counting, an_unregister_whose_validate_throws_releases_the_run_and_changes_nothing) {
+  // The fast path claims the run before its batch validates: a throwing validate must give the
+  // claim and the budget charge back, or every later caller would wait for a batch that never
+  // ends (the watchdog).
+  watchdog dog(30s, "an unregister after a refused one");
+  ledger book(2);
+  g_ledger = &book;
+  validated_registry reg;
+  async_unregister reclaimer(reg, async_options{.batch_count = 1'000'000, .max_age = std::chrono::hours(1)});
+  item* x = add_item(reg, 1);
+  reg.policy<items_validated>().refuse = true;
+  EXPECT_THROW(reclaimer.unregister(*x), std::runtime_error);
+  reg.policy<items_validated>().refuse = false;
+  EXPECT_TRUE(findable(reg, 1));
+  EXPECT_EQ(book.destroyed[1].load(), 0);
+  async_stats st = reclaimer.stats();
+  EXPECT_EQ(st.pending_bytes, 0u);
+  EXPECT_EQ(st.pending_count, 0u);
+  EXPECT_EQ(st.batches, 0u);
+  EXPECT_EQ(st.submitted, 0u);
+  ASSERT_TRUE(reclaimer.unregister(*x));
+  EXPECT_EQ(book.destroyed[1].load(), 1);
+  EXPECT_EQ(reclaimer.stats().completed, 1u);
+}
+
+TEST_F(async_counting, an_unregister_of_an_object_that_is_not_registered_is_refused_and_releases_the_run) {
+  watchdog dog(30s, "an unregister after a refused one");
+  one_gp_registry reg;
+  async_unregister reclaimer(reg, async_options{.batch_count = 1'000'000, .max_age = std::chrono::hours(1)});
+  item never_added(1);
+  try {
+    (void)reclaimer.unregister(never_added);
+    ADD_FAILURE() << "unregister of an unregistered object";
+  } catch (const misuse_error& e) {
+    EXPECT_EQ(e.kind(), misuse_kind::not_registered);
+  }
+  {
+    scoped_misuse_policy report(misuse_policy::report, quiet_reporter);
+    EXPECT_FALSE(reclaimer.unregister(never_added));
+  }
+  EXPECT_EQ(reclaimer.stats().pending_bytes, 0u);
+  EXPECT_EQ(reclaimer.stats().submitted, 0u);
+  item* a = add_item(reg, 2);
+  ASSERT_TRUE(reclaimer.unregister(*a));
+  EXPECT_FALSE(findable(reg, 2));
+}
+
 TEST_F(async_counting, a_manual_submitter_blocked_by_the_budget_is_woken_by_the_next_submit) {
   // T1 has reserved the whole budget and sits in validate (pending: 0, nothing to run); T2's submit
   // then blocks on the budget. When T1's submit completes it must wake T2, which runs the batch

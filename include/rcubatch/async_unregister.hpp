@@ -35,8 +35,14 @@
 // running and their request was not taken yet, they run the batch of everything pending at once,
 // on their own thread; if one is running, they wait for it, and the first of them to see it end
 // leads the next one, which takes every request that arrived meanwhile. So W synchronous callers
-// combine into batches of up to W requests, and a lone caller pays what a plain unregister_one
-// would. Requests nobody waits for (submit only) are run by the background thread the object
+// combine into batches of up to W requests. A lone unregister() — no batch running, nothing
+// pending — takes a shorter path: it claims the run and charges the budget in one critical
+// section and runs the batch of its object with the registry's own policies (validate and unlist
+// in the batch, as registry::unregister), without a ticket or per-request bookkeeping, so it pays
+// what a plain unregister_one would. A waiting caller leads the next batch only once every caller
+// the last batch released has run again (they are runnable: woken, inside this object), so
+// callers that resubmit as soon as they return — a closed loop — join that batch instead of the
+// one after: a gather on an event certain to come soon, not a timer. Requests nobody waits for (submit only) are run by the background thread the object
 // owns (reclaim_mode::background_thread) or, in reclaim_mode::manual, by run_now(), run_if_due()
 // and budget-blocked submits, when a batch is due. A batch's hooks therefore run on whichever
 // thread leads it. Under qsbr the background thread is registered with the flavor and goes
@@ -517,6 +523,10 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   template <class U>
   bool unregister(U& obj) {
     if (!outside_own_batch("unregister") || !outside_read_section("unregister")) return false;
+    constexpr std::size_t k = slot_of<U>();
+    object_at<k>& direct = static_cast<object_at<k>&>(obj);
+    const std::size_t bytes = bytes_of<k>(direct);
+    if (claim_direct(bytes)) return run_direct<k>(direct, bytes);
     const unregister_ticket t = submit_request(obj, true, false).ticket;
     if (!t) return false;
     wait_until_completed(t.sequence_, false);
@@ -560,8 +570,8 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
     {
       std::scoped_lock lock(m_);
       s = totals_;
-      s.submitted = issued_;
-      s.completed = completed_;
+      s.submitted = issued_ + direct_completed_;
+      s.completed = completed_ + direct_completed_;
       s.pending_count = outstanding_count();
       s.pending_bytes = charged_bytes_;
       s.pending_count_high_water = high_water_count_;
@@ -600,7 +610,9 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
     }
   }
 
-  std::size_t outstanding_count() const noexcept { return static_cast<std::size_t>(issued_ - completed_); }
+  std::size_t outstanding_count() const noexcept {
+    return static_cast<std::size_t>(issued_ - completed_) + direct_in_flight_;
+  }
 
   /// The check of every member that waits for batches (all but submit and poll): not from a hook
   /// of this reclaimer's running batch, which would wait for itself — a deadlock.
@@ -755,13 +767,25 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
       work_cv_.notify_all();
     }
     while (completed_ < seq) {
-      if (!running_ && taken_ < seq) {
+      if (!running_ && taken_ < seq && released_still_asleep() == 0) {
         run_claimed(lock);
         continue;
       }
+      // Counted by the batch its request is in: the running one (taken) or the next (pending).
+      const std::size_t slot = static_cast<std::size_t>(taken_ >= seq ? batches_started_ : batches_started_ + 1) & 1;
+      ++asleep_for_[slot];
       wait_offline(done_cv_, lock);
+      if (--asleep_for_[slot] == 0 && !running_ && pending_ > 0 && slot == (batches_started_ & 1))
+        done_cv_.notify_all();  // the last caller released by the batch that ended is up: lead the next
     }
   }
+
+  /// Requires: m_. Callers whose request the last batch completed and that have not run since
+  /// it woke them. A waiting caller leads the next batch only once this is 0: those callers are
+  /// runnable (woken, inside this object), and a closed-loop caller resubmits as soon as it
+  /// returns, so the next batch takes their requests too instead of leaving them for the one
+  /// after — a gather on an event that is certain to come soon (they are runnable), not a timer.
+  std::size_t released_still_asleep() const noexcept { return asleep_for_[batches_started_ & 1]; }
 
   void drain_noexcept() noexcept {
     try {
@@ -823,6 +847,130 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
     return requests;
   }
 
+  /// Marks the calling thread as running this reclaimer's batch (its hooks: submit from destroy
+  /// is counted and never budget-blocked; the waits are diagnosed) for its scope.
+  struct running_batch_mark {
+    explicit running_batch_mark(const void* reclaimer) noexcept
+        : outer(std::exchange(detail::t_running_batch_of, reclaimer)) {}
+    ~running_batch_mark() { detail::t_running_batch_of = outer; }
+    running_batch_mark(const running_batch_mark&) = delete;
+    running_batch_mark& operator=(const running_batch_mark&) = delete;
+    const void* outer;
+  };
+
+  /// Requires: m_. Adds a batch that ended to the totals.
+  void count_batch(const async_batch_report& report) noexcept {
+    ++totals_.batches;
+    totals_.grace_periods += report.batch.grace_periods;
+    totals_.gps_pipelined += report.batch.gps_pipelined;
+    totals_.objects += report.batch.objects;
+    totals_.max_requests_per_batch = std::max(totals_.max_requests_per_batch, report.requests);
+    totals_.max_threads_per_batch = std::max(totals_.max_threads_per_batch, report.threads);
+    totals_.last_batch = report;
+  }
+
+  /// The lone synchronous caller's fast path (unregister): no batch running and nothing pending
+  /// → it claims the run and charges `bytes` in one critical section of m_, and run_direct tears
+  /// obj down at once, without a ticket or the per-request bookkeeping of a submit (the
+  /// generation's timestamps and thread set, a second lock round trip): the same work and
+  /// lock round trips as registry::unregister, plus this claim and its release. Callers
+  /// arriving meanwhile submit and wait; the first of them leads the next batch when it ends.
+  /// False (nothing changed): a batch running, requests pending (they would be overtaken), or
+  /// the budget full — the caller takes the submit-and-wait path then.
+  bool claim_direct(std::size_t bytes) {
+    std::scoped_lock lock(m_);
+    if (running_ || pending_ != 0 || blocked_now_ != 0 || !fits(bytes)) return false;
+    running_ = true;
+    ++batches_started_;
+    charged_bytes_ += bytes;
+    high_water_bytes_ = std::max(high_water_bytes_, charged_bytes_);
+    ++direct_in_flight_;
+    high_water_count_ = std::max(high_water_count_, outstanding_count());
+    return true;
+  }
+
+  /// Requires: claim_direct(bytes) returned true. One batch of t (and the dependents its hooks
+  /// queue), validated and unlisted by the batch itself with the registry's own policies — what
+  /// registry::unregister runs — under this object's rollback and lock options and the
+  /// running-batch mark (a destroy may submit). Returns false when refused (misuse under
+  /// report); rethrows what validate or a misuse under throw_error throws. Either way the claim
+  /// and the charge are released, and waiters woken.
+  template <std::size_t k>
+  bool run_direct(object_at<k>& t, std::size_t bytes) {
+    const auto start = clock::now();
+    batch_stats st;
+    try {
+      std::unique_lock writer(registry_.writer_lock());  // offline while waiting under qsbr
+      pending_queues q;
+      if (!std::get<k>(q).push(t)) {  // not registered, already going away: diagnosed there
+        writer.unlock();
+        finish_direct(bytes, nullptr, start);
+        return false;
+      }
+      if (!registry_.template owns<k>(t)) {
+        std::get<k>(q).remove(t);
+        registry_.report_wrong_registry("async_unregister::unregister");  // may throw: caught below
+        writer.unlock();
+        finish_direct(bytes, nullptr, start);
+        return false;
+      }
+      const running_batch_mark mark(this);
+      st = run_lanes_with_registry_policies(q, std::index_sequence_for<Policies...>{});
+    } catch (...) {
+      finish_direct(bytes, nullptr, clock::time_point{});
+      throw;
+    }
+    finish_direct(bytes, st.refused ? nullptr : &st, start);  // refused (report): nothing changed
+    return !st.refused;
+  }
+
+  /// run_direct's end: releases the claim and the charge; with `st` (the batch ran), counts the
+  /// batch and its one request as a batch of submits would be.
+  void finish_direct(std::size_t bytes, const batch_stats* st, clock::time_point start) noexcept {
+    const auto end = clock::now();
+    async_batch_report report;
+    bool more = false;
+    {
+      std::scoped_lock lock(m_);
+      running_ = false;
+      charged_bytes_ -= bytes;
+      --direct_in_flight_;
+      if (st != nullptr) {
+        report.requests = 1;
+        report.threads = 1;
+        report.batch = *st;
+        ++direct_completed_;
+        last_batch_end_ = end;
+        count_batch(report);
+      }
+      more = pending_ > 0;
+    }
+    done_cv_.notify_all();  // callers that submitted meanwhile lead the next batch
+    if (more) work_cv_.notify_all();
+    if (st == nullptr) return;
+    {
+      std::scoped_lock lock(histogram_mutex_);
+      latency_.add(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count()));
+    }
+    if (options_.on_batch) {
+      try {
+        options_.on_batch(report);
+      } catch (...) {  // documented: dropped
+      }
+    }
+  }
+
+  /// Requires: the writer lock. A batch of q whose lanes are the registry's own policies
+  /// (validate and unlist run in the batch, as registry::unregister's), with this object's options.
+  template <std::size_t... K>
+  batch_stats run_lanes_with_registry_policies(pending_queues& q, std::index_sequence<K...>) {
+    const auto lock = detail::writer_lock_ref::make<thread_flavors>(
+        registry_.writer_lock(),
+        detail::lock_release_for(options_.unlock_during_waits, options_.hold_lock_through_drain));
+    auto specs = std::make_tuple(lane(std::get<K>(q), registry_.template policy<policy_at<K>>())...);
+    return detail::run_specs(registry_.domain(), options_.rollback, detail::batch_context(lock), std::get<K>(specs)...);
+  }
+
   std::size_t run_batch_unlocked() {
     std::unique_lock writer(registry_.writer_lock());  // offline while waiting under qsbr
 
@@ -844,6 +992,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
       pending_bytes_ = 0;
       taken_ = through;
       current_ ^= 1;
+      ++batches_started_;
     }
     generation taken;
     std::swap(taken, generations_[gen]);
@@ -853,10 +1002,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
     report.requests = requests;
     report.threads = taken.threads.size();
     {
-      struct running_mark {
-        const void* outer;
-        ~running_mark() { detail::t_running_batch_of = outer; }
-      } mark{std::exchange(detail::t_running_batch_of, static_cast<const void*>(this))};
+      const running_batch_mark mark(this);
       report.batch = run_lanes(queues_[gen], taken.unlisted_before, std::index_sequence_for<Policies...>{});
     }
     writer.unlock();
@@ -874,13 +1020,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
       charged_bytes_ -= bytes;
       last_batch_end_ = end;
       running_ = false;
-      ++totals_.batches;
-      totals_.grace_periods += report.batch.grace_periods;
-      totals_.gps_pipelined += report.batch.gps_pipelined;
-      totals_.objects += report.batch.objects;
-      totals_.max_requests_per_batch = std::max(totals_.max_requests_per_batch, requests);
-      totals_.max_threads_per_batch = std::max(totals_.max_threads_per_batch, report.threads);
-      totals_.last_batch = report;
+      count_batch(report);
       more = pending_ > 0;
     }
     done_cv_.notify_all();
@@ -946,6 +1086,10 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   std::size_t high_water_count_ = 0;
   std::size_t high_water_bytes_ = 0;
   std::size_t blocked_now_ = 0;
+  std::size_t direct_in_flight_ = 0;    // run_direct's request (0 or 1: it holds the run)
+  std::uint64_t direct_completed_ = 0;  // requests run_direct completed (they take no ticket)
+  std::uint64_t batches_started_ = 0;   // batches that took requests (run_direct's included)
+  std::size_t asleep_for_[2] = {0, 0};  // callers asleep in wait_until_completed, by their batch's parity
   clock::time_point oldest_{};
   clock::time_point last_batch_end_{};
   bool running_ = false;
