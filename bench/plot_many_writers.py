@@ -33,11 +33,18 @@ def parse(run):
 
 
 def sweep(runs):
-    out = {}
+    """(flavor, mode, gp, W) -> the repetition with the median objects/s (the lower middle of an
+    even count): every figure of a row then comes from one real repetition, and a single fast or
+    slow repetition cannot decide a ratio."""
+    reps = {}
     for r in runs:
         p = parse(r)
         if p:
-            out[p] = r
+            reps.setdefault(p, []).append(r)
+    out = {}
+    for p, rs in reps.items():
+        rs = sorted(rs, key=lambda r: r["objects_per_s"])
+        out[p] = rs[(len(rs) - 1) // 2]
     return out
 
 
