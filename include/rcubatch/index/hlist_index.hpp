@@ -125,12 +125,14 @@
 #include "rcubatch/misuse.hpp"
 #include "rcubatch/read_guard.hpp"
 
+#include <boost/intrusive/parent_from_member.hpp>
 #include <urcu/rcuhlist.h>
 
 namespace rcubatch {
 
 /// The member an object embeds once per hlist_index it can be in. Not copyable: a copy would not
-/// be linked. Readers read node_, owner_ and hash_; linked_in_ is the writer's.
+/// be linked. Readers read node_ and hash_ (and reach the object from the hook by its member
+/// offset); linked_in_ is the writer's.
 template <class T>
 struct hlist_hook {
   hlist_hook() = default;
@@ -143,7 +145,6 @@ struct hlist_hook {
   /// hlist_index's bookkeeping, read and written by the index only: not for users.
   ///@{
   cds_hlist_node node_{};            // first member: the chains hand back &node_
-  T* owner_ = nullptr;               // set before publication, never changed while readers can see it
   unsigned long hash_ = 0;           // the key's hash, set before publication: chain walks and moves compare it
   const void* linked_in_ = nullptr;  // the index it is linked in; writer only
   ///@}
@@ -347,7 +348,7 @@ class hlist_index {
     hlist_hook<T>& h = obj.*Hook;
     if (h.linked_in_ != this) return false;
     cds_hlist_del_rcu(&h.node_);  // h.node_.next stays: a reader standing on obj goes on from it
-    h.linked_in_ = nullptr;       // owner_ and hash_ stay: a reader may still be reading them
+    h.linked_in_ = nullptr;       // hash_ stays: a reader may still be reading it
     const std::size_t n = size_.load(std::memory_order_relaxed) - 1;
     size_.store(n, std::memory_order_relaxed);
     if (migrating_ || n < shrink_below_) [[unlikely]] {
@@ -424,9 +425,9 @@ class hlist_index {
            n = detail::hlist_load_link(n->next)) {
         annotate_subscribe(n);
         const hlist_hook<T>* h = hook_of(n);
-        if (h->hash_ == hv && equal_(key_of_(*h->owner_), key)) {
+        if (h->hash_ == hv && equal_(key_of_(*owner_of(h)), key)) {
           ++visited;
-          f(*h->owner_);
+          f(*owner_of(h));
         }
       }
       return false;
@@ -451,8 +452,8 @@ class hlist_index {
     iterator() = default;
     /// The object it is at; the next one; at the end (== end()). Requires: inside the read_guard.
     ///@{
-    T& operator*() const noexcept { return *hook_of(node_)->owner_; }
-    T* operator->() const noexcept { return hook_of(node_)->owner_; }
+    T& operator*() const noexcept { return *owner_of(hook_of(node_)); }
+    T* operator->() const noexcept { return owner_of(hook_of(node_)); }
     iterator& operator++() noexcept {
       node_ = detail::hlist_load_link(node_->next);
       settle();
@@ -541,6 +542,15 @@ class hlist_index {
 #endif
   };
 
+  // The object a hook is embedded in, from the hook's member offset (Boost.Intrusive's
+  // get_parent_from_member, which also handles a T that is not standard-layout): a reader reaches
+  // the key without first loading a pointer stored in the hook. An owner pointer there made every
+  // comparison a dependent load: lookups 1.3-1.4x a kernel-style chain at 10^6 objects, against
+  // 0.9-1.0x for the same chain given the same indirection (bench/RESULTS.md, 2026-12-03).
+  static T* owner_of(const hlist_hook<T>* h) noexcept {
+    return boost::intrusive::get_parent_from_member<T>(const_cast<hlist_hook<T>*>(h), Hook);
+  }
+
   static hlist_hook<T>* hook_of(cds_hlist_node* n) noexcept {
     static_assert(std::is_standard_layout_v<hlist_hook<T>>);
     return reinterpret_cast<hlist_hook<T>*>(n);  // node_ is the first member: pointer-interconvertible
@@ -568,8 +578,8 @@ class hlist_index {
            n = detail::hlist_load_link(n->next)) {
         annotate_subscribe(n);  // pairs with annotate_publish in link() and swap_in()
         hlist_hook<T>* h = hook_of(n);
-        if (h->hash_ == hv && equal_(key_of_(*h->owner_), key)) [[likely]]
-          return h->owner_;
+        if (h->hash_ == hv && equal_(key_of_(*owner_of(h)), key)) [[likely]]
+          return owner_of(h);
       }
       cmm_smp_rmb();  // as in for_each_table
       t = t->future.load(std::memory_order_acquire);
@@ -616,7 +626,6 @@ class hlist_index {
 
   void link(T& obj, unsigned long hv) {
     hlist_hook<T>& h = obj.*Hook;
-    h.owner_ = &obj;
     h.hash_ = hv;
     annotate_publish(&h.node_);  // liburcu's publication is invisible to TSan
     cds_hlist_add_head_rcu(&h.node_, &newest_->heads()[hv & newest_->mask]);
@@ -633,7 +642,6 @@ class hlist_index {
   /// links stay for readers standing on it. liburcu 0.13 has no cds_hlist_replace_rcu.
   void swap_in(hlist_hook<T>& old_h, T& new_obj, unsigned long hv) noexcept {
     hlist_hook<T>& h = new_obj.*Hook;
-    h.owner_ = &new_obj;
     h.hash_ = hv;
     cds_hlist_node* old = &old_h.node_;
     h.node_.next = old->next;
@@ -708,7 +716,7 @@ class hlist_index {
 #ifdef RCUBATCH_HLIST_INDEX_TEST_PROBE
     // Test seam (tests/index_hlist_test.cpp): `last` is in both chains here, and every linked
     // object must be found; a reordered move would leave it in neither. Not defined otherwise.
-    RCUBATCH_HLIST_INDEX_TEST_PROBE(static_cast<const void*>(hook_of(last)->owner_));
+    RCUBATCH_HLIST_INDEX_TEST_PROBE(static_cast<const void*>(owner_of(hook_of(last))));
 #endif
     rcu_set_pointer(&prev->next, static_cast<cds_hlist_node*>(nullptr));  // then gone from the old chain
   }
