@@ -994,6 +994,15 @@ struct items_validated : items {
   bool refuse = false;
   std::latch* entered = nullptr;
   std::latch* gate = nullptr;
+  std::latch* destroy_entered = nullptr;
+  std::latch* destroy_gate = nullptr;
+  void destroy(item* i) noexcept {
+    if (std::latch* g = destroy_gate) {
+      destroy_entered->count_down();
+      g->wait();
+    }
+    items::destroy(i);
+  }
   void validate(item&) {
     if (refuse) throw std::runtime_error("validate: refused");
     if (std::latch* g = gate) {  // read once: the test clears `gate` once this thread entered
@@ -1096,38 +1105,49 @@ TEST_F(async_counting, an_unregister_of_an_object_that_is_not_registered_is_refu
 }
 
 TEST_F(async_counting, a_manual_submitter_blocked_by_the_budget_is_woken_by_the_next_submit) {
-  // T1 has reserved the whole budget and sits in validate (pending: 0, nothing to run); T2's submit
-  // then blocks on the budget. When T1's submit completes it must wake T2, which runs the batch
-  // (manual mode: nobody else will) — else T2 sleeps forever.
+  // c's request fills the budget; T1's submit blocks on it and runs c's batch itself (manual mode),
+  // and T2's blocks too while that batch runs. When it ends, one of them charges its bytes ahead
+  // and sits in validate (pending: 0, nothing to run) while the other sleeps on the budget. When
+  // the first one's submit completes it must wake the other, which runs the batch (manual mode:
+  // nobody else will) — else that one sleeps forever.
   watchdog dog(30s, "a manual submitter blocked by the budget");
   validated_registry reg;
   async_unregister reclaimer(reg, manual({.budget_bytes = sizeof(item)}));
   item* a = add_item(reg, 1);
   item* b = add_item(reg, 2);
-  std::latch entered(1), gate(1);
-  reg.policy<items_validated>().entered = &entered;
-  reg.policy<items_validated>().gate = &gate;
+  item* c = add_item(reg, 3);
+  ASSERT_TRUE(reclaimer.submit(*c));
+  std::latch destroying(1), finish_destroy(1), entered(1), gate(1);
+  auto& policy = reg.policy<items_validated>();
+  policy.destroy_entered = &destroying;
+  policy.destroy_gate = &finish_destroy;
   std::thread t1([&] {
     thread_registration<flavor::memb> r;
     EXPECT_TRUE(reclaimer.submit(*a));
   });
-  entered.wait();
-  reg.policy<items_validated>().gate = nullptr;  // T2's validate (later, after the budget) passes
-  std::atomic<pid_t> t2_tid{0};
+  destroying.wait();  // T1 runs c's batch
+  policy.destroy_gate = nullptr;
+  policy.entered = &entered;
+  policy.gate = &gate;
   std::thread t2([&] {
     thread_registration<flavor::memb> r;
-    t2_tid = gettid();
     EXPECT_TRUE(reclaimer.submit(*b));
   });
-  while (t2_tid.load() == 0 || reclaimer.stats().blocked_now == 0 || thread_state(t2_tid.load()) != 'S')
-    std::this_thread::yield();  // T2 asleep on the budget
+  while (reclaimer.stats().blocked_now < 2) std::this_thread::yield();  // T2 on the budget too
+  finish_destroy.count_down();
+  entered.wait();  // one of them charged ahead, in validate
+  policy.gate = nullptr;
+  // The other asleep on the budget: blocked_now is read under the reclaimer's mutex, which a
+  // blocked submitter holds until it waits (nothing is pending, so it cannot run a batch).
+  while (reclaimer.stats().blocked_now != 1) std::this_thread::yield();
   gate.count_down();
   t1.join();
   t2.join();
   reclaimer.drain();
-  EXPECT_EQ(reclaimer.stats().blocked_submits, 1u);
+  EXPECT_EQ(reclaimer.stats().blocked_submits, 2u);
   EXPECT_FALSE(findable(reg, 1));
   EXPECT_FALSE(findable(reg, 2));
+  EXPECT_FALSE(findable(reg, 3));
 }
 
 /// Poisoned at destroy, freed by the test: a reader that still reaches one reads the poison.

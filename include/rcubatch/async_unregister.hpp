@@ -17,8 +17,8 @@
 // whatever the number of requests and threads in it.
 //
 // submit(obj), under the registry's writer lock: the policy's validate (may throw: nothing
-// changed), then its unlist — lookups miss obj from the call on — then the request is recorded
-// and a ticket returned. It never waits for a grace period (it may wait for the writer lock, and
+// changed), the budget's charge and the request's record, then its unlist — lookups miss obj
+// from the call on — and a ticket returned. It never waits for a grace period (it may wait for the writer lock, and
 // for the memory budget, below). Everything else runs later, in a batch, on the reclaimer:
 // close_many, grace period #1, notify (cascades through batch::queue, any lane), batch_notify,
 // uninit (retire, retire_with), grace period #2 if anything was unlinked after #1, the ref
@@ -228,6 +228,23 @@ inline thread_local const void* t_reclaimer_thread_of = nullptr;
 inline thread_local std::uint64_t t_last_submit_generation = 0;
 inline std::atomic<std::uint64_t> g_next_generation_id{1};
 
+/// A count written only under a mutex and read, besides, without it (async_unregister's charged
+/// bytes: submit's first look at the budget, under the writer lock only). An atomic so that read
+/// is no data race; the writers hold the mutex, so they load and store (no read-modify-write).
+class mutex_written_count {
+ public:
+  operator std::size_t() const noexcept { return v_.load(std::memory_order_relaxed); }  // NOLINT: a count
+  mutex_written_count& operator=(std::size_t v) noexcept {
+    v_.store(v, std::memory_order_relaxed);
+    return *this;
+  }
+  mutex_written_count& operator+=(std::size_t d) noexcept { return *this = *this + d; }
+  mutex_written_count& operator-=(std::size_t d) noexcept { return *this = *this - d; }
+
+ private:
+  std::atomic<std::size_t> v_{0};
+};
+
 template <class Tuple>
 struct thread_registrations;
 template <class... Fs>
@@ -309,10 +326,10 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   /// this registry and was not submitted before; the caller is registered with Flavor (and the
   /// indexes' flavor), outside read-side sections, and not inside a hook of a running batch that
   /// holds the writer lock (destroy is fine).
-  /// Effects: charges obj's bytes against the budget (blocking or refusing, see the file
-  /// comment), then under the writer lock runs the policy's validate and unlist (lookups miss
-  /// obj from here on), records the request and returns its ticket. obj is destroyed later, by
-  /// a batch. Refused (empty ticket, nothing changed): over_budget::refuse and the budget full;
+  /// Effects: under the writer lock runs the policy's validate, charges obj's bytes against the
+  /// budget, records the request and runs the policy's unlist (lookups miss obj from here on),
+  /// and returns its ticket; if the bytes do not fit, it releases the lock first and blocks or is
+  /// refused (see the file comment), then tries again. obj is destroyed later, by a batch. Refused (empty ticket, nothing changed): over_budget::refuse and the budget full;
   /// misuse under misuse_policy::report.
   /// Throws: misuse_error (throw_error) for the misuse above; what validate throws;
   /// std::bad_alloc — in each case nothing changed.
@@ -344,10 +361,11 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   /// (lfht_index); as submit otherwise. Effects: the object with that key, if any, is submitted
   /// as by submit. Returns: unregistered with its ticket, not_found (no object has that key: never
   /// added, or already unlisted by another writer), or refused (budget, misuse under report).
-  /// Budget: the object's bytes are charged as found by a first lookup (made before blocking on
-  /// the budget, which must not happen under the writer lock); if the second lookup, under the
-  /// lock, finds another object of other bytes, the charge is corrected to them.
-  /// Throws, Blocking: as submit. Complexity: as submit, plus two lookups.
+  /// Budget: the found object's bytes are charged with the request, under the lock. When they do
+  /// not fit, the lock is released, they are charged ahead (blocking or refused: over_budget) and
+  /// the lookup is made again; if it finds another object of other bytes, the charge is corrected
+  /// to them (may pass the budget by that difference: one object).
+  /// Throws, Blocking: as submit. Complexity: as submit, plus one lookup (two if the budget was full).
   template <class I, class K>
   submit_result try_submit(const K& key) {
     constexpr std::size_t k = slot_of<std::remove_pointer_t<decltype(registry_.template index<I>().find_locked(key))>>();
@@ -355,34 +373,29 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
     submit_result r;
     r.status = unregister_status::refused;
     if (!outside_read_section("try_submit") || !writer_lock_not_held("try_submit")) return r;
+    bool reserved = false;  // charged ahead by reserve: only after a first try found the budget full
     std::size_t bytes = 0;
-    {
-      std::unique_lock lock(registry_.writer_lock());  // offline while waiting under qsbr
-      T* t = registry_.template index<I>().find_locked(key);
-      if (t == nullptr) {
-        r.status = unregister_status::not_found;
-        return r;
-      }
-      bytes = bytes_of<k>(*t);
-    }
-    if (!reserve(bytes)) return r;
-    try {
-      std::unique_lock lock(registry_.writer_lock());
-      T* t = registry_.template index<I>().find_locked(key);
-      if (t == nullptr) {
-        unreserve(bytes);
-        r.status = unregister_status::not_found;
-        return r;
-      }
-      const std::size_t found_bytes = bytes_of<k>(*t);
-      if (found_bytes != bytes) {
-        recharge(bytes, found_bytes);
+    for (;;) {
+      try {
+        std::unique_lock lock(registry_.writer_lock());  // offline while waiting under qsbr
+        T* t = registry_.template index<I>().find_locked(key);
+        if (t == nullptr) {
+          if (reserved) unreserve(bytes);
+          r.status = unregister_status::not_found;
+          return r;
+        }
+        const std::size_t found_bytes = bytes_of<k>(*t);
+        if (reserved && found_bytes != bytes) recharge(bytes, found_bytes);
         bytes = found_bytes;
+        bool no_room = false;
+        r = submit_locked<k>(*t, bytes, reserved, false, true, no_room);
+        if (!no_room) return r;
+      } catch (...) {
+        if (reserved) unreserve(bytes);
+        throw;
       }
-      return submit_locked<k>(*t, bytes, false, true);
-    } catch (...) {
-      unreserve(bytes);
-      throw;
+      if (!reserve(bytes)) return r;  // over_budget::refuse: nothing changed
+      reserved = true;
     }
   }
 
@@ -391,6 +404,10 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   /// (unregister), so the background thread is not woken for it (a wake-up and a context switch
   /// per request cost a synchronous caller more than the batch's bookkeeping). `lost_race_is_result`:
   /// try_submit (an object already going away is a result, not misuse).
+  /// The budget is charged under the writer lock, in the critical section of m_ that records the
+  /// request (one round trip of m_ per submit; callgrind, issue 24: a separate reserve before the
+  /// writer lock was a second one). Only when the budget is full does the caller leave the writer
+  /// lock, block (or be refused) in reserve, and try again with its bytes charged ahead.
   template <class U>
   submit_result submit_request(U& obj, bool caller_waits, bool lost_race_is_result) {
     constexpr std::size_t k = slot_of<U>();
@@ -400,29 +417,48 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
     r.status = unregister_status::refused;
     if (!outside_read_section("submit") || !writer_lock_not_held("submit")) return r;
     const std::size_t bytes = bytes_of<k>(t);
-    if (!reserve(bytes)) return r;
-    try {
-      std::unique_lock lock(registry_.writer_lock());  // offline while waiting under qsbr
-      return submit_locked<k>(t, bytes, caller_waits, lost_race_is_result);
-    } catch (...) {
-      unreserve(bytes);
-      throw;
+    bool reserved = false;
+    for (;;) {
+      try {
+        std::unique_lock lock(registry_.writer_lock());  // offline while waiting under qsbr
+        bool no_room = false;
+        r = submit_locked<k>(t, bytes, reserved, caller_waits, lost_race_is_result, no_room);
+        if (!no_room) return r;
+      } catch (...) {
+        if (reserved) unreserve(bytes);
+        throw;
+      }
+      if (!reserve(bytes)) return r;  // over_budget::refuse: nothing changed
+      reserved = true;
     }
   }
 
-  /// Requires: the writer lock; `bytes` reserved for t (unreserved here when t is not submitted
-  /// and nothing threw; on an exception, by the caller, once). Queues t, runs validate and unlist, records the request.
+  /// Requires: the writer lock. Queues t, runs validate, charges `bytes` (unless `reserved`:
+  /// charged ahead by reserve), records the request, runs unlist. `reserved` bytes are unreserved
+  /// here when t is not submitted and nothing threw (on an exception, by the caller, once).
+  /// Not `reserved` and the budget full (and not a submit from this reclaimer's own hook):
+  /// nothing changed, `no_room` set — the caller blocks in reserve without the writer lock.
   template <std::size_t k>
-  submit_result submit_locked(object_at<k>& t, std::size_t bytes, bool caller_waits, bool lost_race_is_result) {
+  submit_result submit_locked(object_at<k>& t, std::size_t bytes, bool reserved, bool caller_waits,
+                              bool lost_race_is_result, bool& no_room) {
     using T = object_at<k>;
     submit_result r;
     r.status = unregister_status::refused;
+    // The first look at the budget, without m_ (see the charge below). An object larger than the
+    // budget (admitted when nothing is charged) always takes reserve's path, exact under m_.
+    if (!reserved && charged_bytes_ + bytes > options_.budget_bytes && detail::t_running_batch_of != this) {
+      no_room = true;  // nothing changed, validate not run: the caller blocks or is refused, then retries
+      return r;
+    }
     unreg_queue<T>& q = std::get<k>(queues_[current_]);
+    const auto unreserve_if_reserved = [&]() noexcept {
+      if (reserved) unreserve(bytes);
+    };
     if (lost_race_is_result) {
       const reg_state st = t.state();
       if (st != reg_state::uninitialized &&
           (st != reg_state::registered || detail::registrable_access::owner(t) != nullptr)) {
-        unreserve(bytes);  // in a batch, in a queue (submitted here, or another batch's cascade), or gone
+        unreserve_if_reserved();  // in a batch, in a queue (submitted here, or another batch's cascade), or gone
         r.status = unregister_status::already_unregistering;
         return r;
       }
@@ -431,23 +467,23 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
       detail::diagnose(misuse_kind::already_unregistering,  // throwing: the caller unreserves
                        "async_unregister::submit: the object was already submitted and its batch has not run; "
                        "submit each object once");
-      unreserve(bytes);
+      unreserve_if_reserved();
       return r;
     }
     if (!q.push(t)) {  // not registered, in a batch, or in another queue: diagnosed there
-      unreserve(bytes);
+      unreserve_if_reserved();
       return r;
     }
     if (!registry_.template owns<k>(t)) {
       q.remove(t);
       registry_.report_wrong_registry("async_unregister::submit");  // throwing: the caller unreserves
-      unreserve(bytes);
+      unreserve_if_reserved();
       return r;
     }
+    generation& g = generations_[current_];
     try {
       if constexpr (detail::hooks_of<policy_at<k>, T>::has_validate)
         registry_.template policy<policy_at<k>>().validate(t);
-      generation& g = generations_[current_];
       if (g.submit_times.size() == g.submit_times.capacity())  // geometric: push_back below cannot throw
         g.submit_times.reserve(std::max<std::size_t>(64, 2 * g.submit_times.capacity()));
       if (g.id == 0) g.id = detail::g_next_generation_id.fetch_add(1, std::memory_order_relaxed);
@@ -455,34 +491,46 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
         g.threads.insert(std::this_thread::get_id());
         detail::t_last_submit_generation = g.id;
       }
-      g.submit_times.push_back(clock::now());
     } catch (...) {
       q.remove(t);
       throw;
     }
     // --- nothing below throws ---
+    const auto now = clock::now();
+    std::uint64_t seq = 0;
+    bool wake = false, wake_blocked = false;
+    {
+      std::scoped_lock state(m_);
+      if (!reserved) {
+        // The first look at the budget (above) was made without m_ but under the writer lock, which
+        // every other submit's charge is made under too: only reserve or a lone unregister's claim
+        // (under m_ alone) can have charged since, each within the budget or alone, so with this
+        // object (≤ the budget) the charge stays ≤ budget + one object — the file comment's bound.
+        // Looking again here would mean running validate a second time on the retry.
+        charged_bytes_ += bytes;
+        high_water_bytes_ = std::max<std::size_t>(high_water_bytes_, charged_bytes_);
+      }
+      {
+        seq = ++issued_;
+        ++pending_;
+        pending_bytes_ += bytes;
+        g.bytes += bytes;
+        if (pending_ == 1) oldest_ = now;
+        high_water_count_ = std::max(high_water_count_, outstanding_count());
+        if (detail::t_running_batch_of == this) ++hook_submits_;
+        // Wake the reclaimer on the first request (it arms the age timer) and when a threshold is
+        // crossed, not on every request past it: a notify per submit costs more than the submit.
+        wake = pending_ == 1 || pending_ == options_.batch_count ||
+               (pending_bytes_ >= options_.batch_bytes && pending_bytes_ - bytes < options_.batch_bytes);
+        wake_blocked = blocked_now_ > 0;
+      }
+    }
+    g.submit_times.push_back(now);
     detail::hooks_of<policy_at<k>, T>{registry_.template policy<policy_at<k>>()}.unlist(t);
     if constexpr (!std::is_void_v<detail::owner_relation_t<T, Policies...>>)
       detail::unlink_from_owner<detail::owner_relation_t<T, Policies...>>(t);  // owned.hpp
     detail::registrable_access::set_unlisted_early(t, true);  // whichever batch takes it skips unlist
-    generations_[current_].unlisted_before = registry_.domain().snapshot();
-    std::uint64_t seq;
-    bool wake = false, wake_blocked = false;
-    {
-      std::scoped_lock state(m_);
-      seq = ++issued_;
-      ++pending_;
-      pending_bytes_ += bytes;
-      generations_[current_].bytes += bytes;
-      if (pending_ == 1) oldest_ = generations_[current_].submit_times.front();
-      high_water_count_ = std::max(high_water_count_, outstanding_count());
-      if (detail::t_running_batch_of == this) ++hook_submits_;
-      // Wake the reclaimer on the first request (it arms the age timer) and when a threshold is
-      // crossed, not on every request past it: a notify per submit costs more than the submit.
-      wake = pending_ == 1 || pending_ == options_.batch_count ||
-             (pending_bytes_ >= options_.batch_bytes && pending_bytes_ - bytes < options_.batch_bytes);
-      wake_blocked = blocked_now_ > 0;
-    }
+    g.unlisted_before = registry_.domain().snapshot();
     if ((wake && !caller_waits) || wake_blocked) work_cv_.notify_all();
     if (wake_blocked) done_cv_.notify_all();  // a manual submitter blocked on the budget may run the batch
     r.status = unregister_status::unregistered;
@@ -707,7 +755,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
       --blocked_now_;
     }
     charged_bytes_ += bytes;
-    high_water_bytes_ = std::max(high_water_bytes_, charged_bytes_);
+    high_water_bytes_ = std::max<std::size_t>(high_water_bytes_, charged_bytes_);
     return true;
   }
   bool fits(std::size_t bytes) const noexcept {
@@ -719,7 +767,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
     {
       std::scoped_lock lock(m_);
       charged_bytes_ = charged_bytes_ - reserved + actual;
-      high_water_bytes_ = std::max(high_water_bytes_, charged_bytes_);
+      high_water_bytes_ = std::max<std::size_t>(high_water_bytes_, charged_bytes_);
     }
     if (actual < reserved) done_cv_.notify_all();
   }
@@ -883,7 +931,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
     running_ = true;
     ++batches_started_;
     charged_bytes_ += bytes;
-    high_water_bytes_ = std::max(high_water_bytes_, charged_bytes_);
+    high_water_bytes_ = std::max<std::size_t>(high_water_bytes_, charged_bytes_);
     ++direct_in_flight_;
     high_water_count_ = std::max(high_water_count_, outstanding_count());
     return true;
@@ -1082,7 +1130,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   std::uint64_t hook_submits_ = 0;   // submits made from this reclaimer's own hooks
   std::size_t pending_ = 0;          // requests not yet taken (issued_ - taken_)
   std::size_t pending_bytes_ = 0;    // their bytes
-  std::size_t charged_bytes_ = 0;    // bytes of requests not yet completed (and reservations)
+  detail::mutex_written_count charged_bytes_;  // bytes of requests not yet completed (and reservations)
   std::size_t high_water_count_ = 0;
   std::size_t high_water_bytes_ = 0;
   std::size_t blocked_now_ = 0;
