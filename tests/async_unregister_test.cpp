@@ -730,6 +730,32 @@ TEST(async_histogram, quantiles_are_bucket_bounds_within_an_eighth) {
   EXPECT_EQ(h.max(), 1'000'000u);
 }
 
+TEST(async_histogram, a_run_from_its_bucket_floor_counts_as_one_add_per_duration) {
+  // A batch's requests share their end, so the reclaimer counts their latencies a run at a time:
+  // every duration in [bucket_floor(ns), ns] must land where one add per duration puts it.
+  for (std::uint64_t ns : {0ull, 1ull, 7ull, 8ull, 9ull, 15ull, 16ull, 17ull, 100ull, 1'000ull, 4'095ull, 65'537ull}) {
+    const std::uint64_t floor = detail::latency_histogram::bucket_floor(ns);
+    ASSERT_LE(floor, ns);
+    detail::latency_histogram run, each;
+    run.add(ns, ns - floor + 1);
+    for (std::uint64_t v = floor; v <= ns; ++v) each.add(v);
+    for (double q : {0.01, 0.25, 0.5, 0.75, 0.99, 1.0}) EXPECT_EQ(run.quantile(q), each.quantile(q)) << ns << " q " << q;
+    EXPECT_EQ(run.max(), each.max());
+    if (floor > 0) {  // and the run is the whole bucket: one less is in another
+      detail::latency_histogram below;
+      below.add(floor - 1);
+      below.add(floor);
+      EXPECT_LT(below.quantile(0.5), floor) << ns;
+    }
+  }
+  for (std::uint64_t ns : {std::uint64_t{1} << 40, (std::uint64_t{1} << 40) + 123'456'789}) {
+    const std::uint64_t floor = detail::latency_histogram::bucket_floor(ns);
+    EXPECT_EQ(detail::latency_histogram::bucket_floor(floor), floor);
+    EXPECT_LT(detail::latency_histogram::bucket_floor(floor - 1), floor);
+    EXPECT_LE(ns - floor, ns / 8);  // a bucket spans an eighth of its octave
+  }
+}
+
 // --- qsbr: the reclaimer is offline while idle ---------------------------------------------------
 
 struct qitem : registrable<qitem> {

@@ -1057,11 +1057,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
 
     const auto end = clock::now();
     bool more = false;
-    {
-      std::scoped_lock lock(histogram_mutex_);
-      for (const auto& t : taken.submit_times)
-        latency_.add(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(end - t).count()));
-    }
+    record_latencies(end, taken.submit_times);
     {
       std::scoped_lock lock(m_);
       completed_ = through;
@@ -1080,6 +1076,23 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
       }
     }
     return requests;
+  }
+
+  /// Counts end − t for every t of `starts` in the latency histogram. `starts` never decreases
+  /// (each is stamped under the writer lock, in submit order), so the latencies never increase
+  /// and each bucket's requests are one run, found by a binary search: O(buckets × log n) per
+  /// batch instead of a histogram update per request (callgrind, issue 24: that loop was ~20
+  /// instructions per object on the reclaimer, for a batch whose requests all end together).
+  void record_latencies(clock::time_point end, const std::vector<clock::time_point>& starts) {
+    std::scoped_lock lock(histogram_mutex_);
+    for (auto it = starts.begin(); it != starts.end();) {
+      const auto ns = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(end - *it).count());
+      // The run: every later start no later than end − floor, whose latency is ≥ floor (and ≤ ns).
+      const auto floor = std::chrono::nanoseconds(static_cast<std::int64_t>(detail::latency_histogram::bucket_floor(ns)));
+      const auto run_end = std::upper_bound(it + 1, starts.end(), end - floor);
+      latency_.add(ns, static_cast<std::uint64_t>(run_end - it));
+      it = run_end;
+    }
   }
 
   /// Requires: the writer lock. queues_[gen] holds one object per request unless another
