@@ -373,30 +373,20 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
     submit_result r;
     r.status = unregister_status::refused;
     if (!outside_read_section("try_submit") || !writer_lock_not_held("try_submit")) return r;
-    bool reserved = false;  // charged ahead by reserve: only after a first try found the budget full
     std::size_t bytes = 0;
-    for (;;) {
-      try {
-        std::unique_lock lock(registry_.writer_lock());  // offline while waiting under qsbr
-        T* t = registry_.template index<I>().find_locked(key);
-        if (t == nullptr) {
-          if (reserved) unreserve(bytes);
-          r.status = unregister_status::not_found;
-          return r;
-        }
-        const std::size_t found_bytes = bytes_of<k>(*t);
-        if (reserved && found_bytes != bytes) recharge(bytes, found_bytes);
-        bytes = found_bytes;
-        bool no_room = false;
-        r = submit_locked<k>(*t, bytes, reserved, false, true, no_room);
-        if (!no_room) return r;
-      } catch (...) {
+    return with_budget_retry(bytes, [&](bool reserved, bool& no_room) {
+      T* t = registry_.template index<I>().find_locked(key);
+      if (t == nullptr) {
         if (reserved) unreserve(bytes);
-        throw;
+        submit_result missing;
+        missing.status = unregister_status::not_found;
+        return missing;
       }
-      if (!reserve(bytes)) return r;  // over_budget::refuse: nothing changed
-      reserved = true;
-    }
+      const std::size_t found_bytes = bytes_of<k>(*t);
+      if (reserved && found_bytes != bytes) recharge(bytes, found_bytes);
+      bytes = found_bytes;
+      return submit_locked<k>(*t, bytes, reserved, false, true, no_room);
+    });
   }
 
  private:
@@ -416,13 +406,25 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
     submit_result r;
     r.status = unregister_status::refused;
     if (!outside_read_section("submit") || !writer_lock_not_held("submit")) return r;
-    const std::size_t bytes = bytes_of<k>(t);
+    std::size_t bytes = bytes_of<k>(t);
+    return with_budget_retry(bytes, [&](bool reserved, bool& no_room) {
+      return submit_locked<k>(t, bytes, reserved, caller_waits, lost_race_is_result, no_room);
+    });
+  }
+
+  /// Every submit's loop: `attempt(reserved, no_room)` under the writer lock; when it found the
+  /// budget full (no_room, nothing changed), `bytes` are charged ahead by reserve without the
+  /// lock (blocking, or refused: then attempt's refusal is the result) and it runs again with
+  /// reserved set. A reservation is released if attempt throws (attempt releases it otherwise).
+  template <class Attempt>
+  submit_result with_budget_retry(std::size_t& bytes, Attempt&& attempt) {
     bool reserved = false;
     for (;;) {
+      submit_result r;
+      bool no_room = false;
       try {
         std::unique_lock lock(registry_.writer_lock());  // offline while waiting under qsbr
-        bool no_room = false;
-        r = submit_locked<k>(t, bytes, reserved, caller_waits, lost_race_is_result, no_room);
+        r = attempt(reserved, no_room);
         if (!no_room) return r;
       } catch (...) {
         if (reserved) unreserve(bytes);
