@@ -227,6 +227,10 @@ inline thread_local const void* t_reclaimer_thread_of = nullptr;
 /// insert (hash + node allocation) was ~10 % of a submit's instructions (callgrind, issue 24).
 inline thread_local std::uint64_t t_last_submit_generation = 0;
 inline std::atomic<std::uint64_t> g_next_generation_id{1};
+/// The batch (a generation id, or a direct batch's id from the same counter) that last completed
+/// a synchronous call of this thread (unregister, wait) — as its leader or a follower; 0 once
+/// the thread came back (async_unregister::note_came_back) or when it is unknown.
+inline thread_local std::uint64_t t_released_by_batch = 0;
 
 template <class Tuple>
 struct thread_registrations;
@@ -766,8 +770,32 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
       flush_through_ = seq;
       work_cv_.notify_all();
     }
+    note_came_back();
+    if (completed_ >= seq) return;
+    // Counted by the batch its request is in: the running one (taken) or the next (pending).
+    const std::size_t in_slot = static_cast<std::size_t>(taken_ >= seq ? batches_started_ : batches_started_ + 1) & 1;
+    struct counted_in {  // m_ is held at every exit, a throw from run_claimed included
+      std::size_t& n;
+      explicit counted_in(std::size_t& count) noexcept : n(++count) {}
+      ~counted_in() { --n; }
+      counted_in(const counted_in&) = delete;
+      counted_in& operator=(const counted_in&) = delete;
+    } const counted(callers_in_[in_slot]);
+    bool yielded = false;
     while (completed_ < seq) {
       if (!running_ && taken_ < seq && released_still_asleep() == 0) {
+        if (callers_away_ != 0 && !yielded) {
+          // Callers the last batch released, or its leader, have not called again yet: they are
+          // runnable and inside this object (or just returned), and a closed-loop caller calls
+          // again at once. Sharing a CPU with them, this caller would start the batch before they
+          // can join it (a woken thread preempts its waker). Let them run once — a yield, not a
+          // wait: bounded, and a caller that never calls again stalls nobody.
+          yielded = true;
+          lock.unlock();
+          std::this_thread::yield();
+          lock.lock();
+          continue;
+        }
         run_claimed(lock);
         continue;
       }
@@ -778,6 +806,29 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
       if (--asleep_for_[slot] == 0 && !running_ && pending_ > 0 && slot == (batches_started_ & 1))
         done_cv_.notify_all();  // the last caller released by the batch that ended is up: lead the next
     }
+    detail::t_released_by_batch =
+        last_released_from_ <= seq && seq <= last_released_through_ ? last_released_batch_ : 0;
+  }
+
+  /// Requires: m_. A batch ended that completed tickets [from, through] (none for a direct
+  /// batch) and released `callers` synchronous callers. Until they call again (note_came_back),
+  /// the next batch's leader lets them run once first (wait_until_completed), and a lone caller
+  /// takes the submit path instead of claim_direct, so that they can join its batch.
+  /// Returns `id`.
+  std::uint64_t note_batch_released(std::uint64_t id, std::uint64_t from, std::uint64_t through, std::size_t callers) noexcept {
+    last_released_batch_ = id;
+    last_released_from_ = from;
+    last_released_through_ = through;
+    callers_away_ = callers;
+    return id;
+  }
+
+  /// Requires: m_. The calling thread is back (unregister, wait): if the last batch released it,
+  /// one fewer of its callers is away.
+  void note_came_back() noexcept {
+    if (detail::t_released_by_batch == 0) return;
+    if (detail::t_released_by_batch == last_released_batch_ && callers_away_ != 0) --callers_away_;
+    detail::t_released_by_batch = 0;
   }
 
   /// Requires: m_. Callers whose request the last batch completed and that have not run since
@@ -879,7 +930,8 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   /// the budget full — the caller takes the submit-and-wait path then.
   bool claim_direct(std::size_t bytes) {
     std::scoped_lock lock(m_);
-    if (running_ || pending_ != 0 || blocked_now_ != 0 || !fits(bytes)) return false;
+    note_came_back();
+    if (running_ || pending_ != 0 || blocked_now_ != 0 || callers_away_ != 0 || !fits(bytes)) return false;
     running_ = true;
     ++batches_started_;
     charged_bytes_ += bytes;
@@ -942,6 +994,8 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
         ++direct_completed_;
         last_batch_end_ = end;
         count_batch(report);
+        // Its one caller is this thread, inside this object until it returns.
+        detail::t_released_by_batch = note_batch_released(detail::g_next_generation_id.fetch_add(1, std::memory_order_relaxed), 0, 0, 1);
       }
       more = pending_ > 0;
     }
@@ -978,6 +1032,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
     std::uint64_t through = 0;
     std::size_t bytes = 0;
     const std::size_t gen = current_;
+    std::uint64_t from = 0;
     {
       std::scoped_lock lock(m_);
       if (pending_ == 0) {
@@ -986,6 +1041,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
         return 0;
       }
       requests = pending_;
+      from = taken_ + 1;
       through = issued_;
       bytes = generations_[gen].bytes;
       pending_ = 0;
@@ -1021,6 +1077,8 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
       last_batch_end_ = end;
       running_ = false;
       count_batch(report);
+      // Released: the callers waiting for this batch (its leader too, when a caller leads it).
+      note_batch_released(taken.id, from, through, callers_in_[batches_started_ & 1]);
       more = pending_ > 0;
     }
     done_cv_.notify_all();
@@ -1090,6 +1148,11 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   std::uint64_t direct_completed_ = 0;  // requests run_direct completed (they take no ticket)
   std::uint64_t batches_started_ = 0;   // batches that took requests (run_direct's included)
   std::size_t asleep_for_[2] = {0, 0};  // callers asleep in wait_until_completed, by their batch's parity
+  std::uint64_t last_released_batch_ = 0;    // the last batch that ended (note_batch_released)
+  std::uint64_t last_released_from_ = 1;     // its tickets: [from, through] (empty for a direct batch)
+  std::uint64_t last_released_through_ = 0;
+  std::size_t callers_away_ = 0;             // its callers that have not called again since
+  std::size_t callers_in_[2] = {0, 0};       // callers in wait_until_completed, by their batch's parity
   clock::time_point oldest_{};
   clock::time_point last_batch_end_{};
   bool running_ = false;
