@@ -13,6 +13,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
+#include <barrier>
 #include <latch>
 #include <mutex>
 #include <thread>
@@ -295,29 +297,71 @@ TEST_F(attached, two_threads_deleting_the_same_keys_by_key_exactly_one_wins_each
   registry_t reg;
   async_unregister reclaimer(reg, combining());
   for (int i = 0; i < kN; ++i) add_item(reg, i);
-  std::atomic<int> won[2] = {0, 0}, lost[2] = {0, 0};
-  std::latch start(2);
+  std::atomic<int> won[2] = {0, 0}, lost[2] = {0, 0}, exceptions{0};
+  std::barrier each_key(2);  // both threads start every key together: the race on every key
   auto deleter = [&](int t) {
     thread_registration<flavor::memb> r;
-    start.arrive_and_wait();
     for (int i = 0; i < kN; ++i) {
-      const unregister_result res = reg.try_unregister<by_id>(i);
-      if (res.status == unregister_status::unregistered) {
-        ++won[t];
-        EXPECT_EQ(g_destroyed[i].load(), 1);
-      } else {
-        EXPECT_EQ(res.status, unregister_status::not_found);
-        ++lost[t];
+      each_key.arrive_and_wait();
+      try {
+        const unregister_result res = reg.try_unregister<by_id>(i);
+        if (res.status == unregister_status::unregistered) {
+          ++won[t];
+          EXPECT_EQ(g_destroyed[i].load(), 1);
+        } else {
+          EXPECT_EQ(res.status, unregister_status::not_found);
+          ++lost[t];
+        }
+      } catch (...) {  // misuse (found it, then submitted it after the other thread had): a failure
+        ++exceptions;
       }
     }
   };
   std::thread t0(deleter, 0), t1(deleter, 1);
   t0.join();
   t1.join();
+  EXPECT_EQ(exceptions.load(), 0);
   EXPECT_EQ(won[0] + won[1], kN);
   EXPECT_EQ(lost[0] + lost[1], kN);
   for (int i = 0; i < kN; ++i) EXPECT_EQ(g_destroyed[i].load(), 1) << i;
   EXPECT_EQ(reclaimer.stats().completed, static_cast<std::uint64_t>(kN));
+}
+
+/// pending_bytes is the one user hook the by-key path calls between finding an object and
+/// submitting it. Called without the writer lock held — a window in which another thread could
+/// delete that object — it lets the other thread's whole delete run first: the worst schedule,
+/// made deterministic. Under the lock (the guarantee) it returns at once.
+struct window_items : items {
+  std::function<void()> on_unlocked_window;
+  std::size_t pending_bytes(const item&) const {
+    if (on_unlocked_window) on_unlocked_window();
+    return sizeof(item);
+  }
+};
+using window_registry = basic_registry<CF, std::mutex, window_items>;
+
+TEST_F(attached, by_key_the_lookup_and_the_submit_share_one_hold_of_the_writer_lock) {
+  watchdog dog(30s, "try_unregister by key against a delete of the same key");
+  window_registry reg;
+  async_unregister reclaimer(reg, combining());
+  auto* it = new item(7);
+  ASSERT_TRUE(reg.add(*it));
+  std::atomic<bool> other_ran{false};
+  reg.policy<window_items>().on_unlocked_window = [&] {
+    if (reg.writer_lock().held_by_caller() || other_ran.exchange(true)) return;
+    std::thread other([&] {
+      thread_registration<flavor::memb> r;
+      EXPECT_EQ(reg.try_unregister<by_id>(7).status, unregister_status::unregistered);
+    });
+    other.join();
+  };
+  unregister_result mine;
+  EXPECT_NO_THROW(mine = reg.try_unregister<by_id>(7));
+  reg.policy<window_items>().on_unlocked_window = nullptr;
+  EXPECT_EQ(g_destroyed[7].load(), 1);
+  EXPECT_FALSE(other_ran.load()) << "the hook ran in a window without the writer lock";
+  EXPECT_EQ(mine.status, unregister_status::unregistered);
+  EXPECT_EQ(mine.stats.objects, 1u);
 }
 
 }  // namespace
