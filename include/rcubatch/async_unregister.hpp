@@ -49,6 +49,30 @@
 // offline whenever it sleeps or waits for a lock; so do callers while they block (wait, budget,
 // locks): a qsbr writer's synchronize never waits for them.
 //
+// Attached to its registry (async_options::combine_registry_unregister, off by default): the
+// constructor attaches this reclaimer to the registry, and from then on the registry's own
+// registry::unregister(obj), try_unregister(obj) and try_unregister<I>(key) combine through it
+// like unregister(obj) — a lone caller takes the fast path (try_unregister: submit, then leads at
+// once), callers arriving while a batch runs share the next one, led by one of them; no timer.
+// So code written against the registry gets the combining without being rewritten. What changes
+// for those calls: hooks may run on another caller's thread (the leader's); the batch runs with
+// this reclaimer's options (unlock_during_waits, hold_lock_through_drain, rollback), not
+// registry_options; objects are charged to the budget (over_budget::refuse: refused, nothing
+// changed, counted in refused); they count in stats() (requests, batches, latency). unregister
+// returns the batch_stats of the batch that completed its request — shared: they count the
+// other callers' objects and grace periods too; try_unregister the same in its stats. by key, the
+// lookup and the submit share one hold of the writer lock (try_submit's path): two threads
+// deleting one key, exactly one wins and nobody touches freed memory. The registry's misuse
+// checks (read section, the lock's holder) run first, unchanged; not_registered,
+// already_unregistering, wrong_registry are diagnosed by the submit or the batch as here. Called
+// from a hook of this reclaimer's own batch (destroy), or from on_batch on its background thread,
+// a registry call would wait for itself: it is declined, and the registry runs its own batch as
+// if nothing were attached. unregister_many, unregister_with, try_unregister_many and replace*
+// always run the registry's own batch (one batch already). The registry keeps a type-erased
+// pointer (detail/unregister_combiner.hpp); the destructor detaches first — registry calls then
+// run their own batches, and it waits for the attached calls in flight — then drains. At most
+// one reclaimer per registry attaches: a second is misuse (attached_twice).
+//
 // When a batch is due (for requests nobody waits for): when the pending requests reach
 // async_options::batch_count, their bytes batch_bytes, or the oldest request's age max_age — the
 // age counted from the later of its submit and the end of the previous batch. Also at once when a

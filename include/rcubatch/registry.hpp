@@ -69,6 +69,10 @@
 // already ended is a use of freed memory, like any use of a freed object: the library cannot see
 // it. When two threads may race to delete the same object, delete by key (try_unregister<Index>(key):
 // the lookup happens under the writer lock, and a lost race is a result, not misuse).
+// Combining: with an async_unregister attached (async_options::combine_registry_unregister),
+// unregister(obj), try_unregister(obj) and try_unregister<I>(key) from many threads combine
+// through it into shared batches (async_unregister.hpp, "Attached to its registry"); without one
+// (the default) each call runs its own batch, as above.
 // Owned children (owned.hpp: owning<&Parent::list> on the parent's policy): add links a child into
 // the list of the parent its owner_hook names, its unlist takes it out, and the parent's batch
 // queues the children left (any depth, the same ≤ 2 grace periods); replace_with_children reloads
