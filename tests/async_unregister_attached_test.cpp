@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "support/counting.hpp"
+#include "support/indexed_item.hpp"
 #include "support/misuse_capture.hpp"
 #include "support/watchdog.hpp"
 
@@ -30,12 +31,6 @@ namespace {
 using namespace std::chrono_literals;
 using CF = counting_flavor<struct async_attached_test_tag>;
 
-struct item : registrable<item> {
-  explicit item(int i) : id(i) {}
-  int id;
-  lfht_hook<item> by_id;
-};
-using by_id = lfht_index<item, &item::by_id, key_member<&item::id>>;  // memb rculfhash
 
 constexpr int kMaxIds = 1024;
 std::atomic<int> g_destroyed[kMaxIds];
@@ -60,15 +55,13 @@ async_options combining(async_options o = {}) {
   return o;
 }
 
-item* add_item(registry_t& reg, int id) {
-  auto* it = new item(id);
-  EXPECT_TRUE(reg.add(*it));
-  return it;
-}
-
-bool findable(registry_t& reg, int id) {
-  read_guard<flavor::memb> guard;
-  return reg.find<by_id>(guard, id) != nullptr;
+/// A thread registered with memb (the index's flavor) that runs f.
+template <class F>
+std::thread registered_thread(F f) {
+  return std::thread([f = std::move(f)]() mutable {
+    thread_registration<flavor::memb> r;
+    f();
+  });
 }
 
 struct attached : counting_test<async_attached_test_tag> {
@@ -77,10 +70,10 @@ struct attached : counting_test<async_attached_test_tag> {
   }
   ~attached() override { g_on_destroy = nullptr; }
   thread_registration<flavor::memb> reg_;  // the index is a memb rculfhash table
+  registry_t reg;
 };
 
 TEST_F(attached, with_the_option_off_registry_unregister_runs_its_own_batch) {
-  registry_t reg;
   async_unregister reclaimer(reg, async_options{.batch_count = 1'000'000, .max_age = std::chrono::hours(1)});
   item* a = add_item(reg, 1);
   const batch_stats st = reg.unregister(*a);
@@ -91,7 +84,6 @@ TEST_F(attached, with_the_option_off_registry_unregister_runs_its_own_batch) {
 }
 
 TEST_F(attached, with_the_option_on_registry_unregister_goes_through_the_reclaimer) {
-  registry_t reg;
   async_unregister reclaimer(reg, combining());
   item* a = add_item(reg, 1);
   const batch_stats st = reg.unregister(*a);  // lone caller: the fast path, at once
@@ -109,7 +101,6 @@ TEST_F(attached, two_callers_arriving_while_a_batch_runs_share_one_following_bat
   // complete in one batch led by one of them: 2 GPs for 3 objects, and the stats each follower
   // gets are that shared batch's.
   watchdog dog(30s, "registry callers combining through an attached reclaimer");
-  registry_t reg;
   async_unregister reclaimer(reg, combining());
   item* l = add_item(reg, 0);
   item* f1 = add_item(reg, 1);
@@ -123,19 +114,10 @@ TEST_F(attached, two_callers_arriving_while_a_batch_runs_share_one_following_bat
     while (reclaimer.stats().pending_count < 3) std::this_thread::yield();  // L's + the two followers'
   };
   batch_stats leader_st, st1, st2;
-  std::thread leader([&] {
-    thread_registration<flavor::memb> r;
-    leader_st = reg.unregister(*l);
-  });
+  std::thread leader = registered_thread([&] { leader_st = reg.unregister(*l); });
   in_gp.wait();
-  std::thread a([&] {
-    thread_registration<flavor::memb> r;
-    st1 = reg.unregister(*f1);
-  });
-  std::thread b([&] {
-    thread_registration<flavor::memb> r;
-    st2 = reg.unregister(*f2);
-  });
+  std::thread a = registered_thread([&] { st1 = reg.unregister(*f1); });
+  std::thread b = registered_thread([&] { st2 = reg.unregister(*f2); });
   leader.join();
   a.join();
   b.join();
@@ -156,22 +138,19 @@ TEST_F(attached, two_callers_arriving_while_a_batch_runs_share_one_following_bat
 TEST_F(attached, many_threads_calling_registry_unregister_destroy_each_object_exactly_once) {
   constexpr int kThreads = 4, kEach = 100, kN = kThreads * kEach;
   watchdog dog(60s, "four threads calling registry.unregister through an attached reclaimer");
-  registry_t reg;
   async_unregister reclaimer(reg, combining());
-  std::vector<item*> all;
-  for (int i = 0; i < kN; ++i) all.push_back(add_item(reg, i));
+  const std::vector<item*> all = add_items(reg, kN);
   std::latch start(kThreads);
   std::vector<std::thread> threads;
   for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      thread_registration<flavor::memb> r;
+    threads.push_back(registered_thread([&, t] {
       start.arrive_and_wait();
       for (int i = t * kEach; i < (t + 1) * kEach; ++i) {
         const batch_stats st = reg.unregister(*all[static_cast<std::size_t>(i)]);
         EXPECT_GE(st.objects, 1u);
         EXPECT_EQ(g_destroyed[i].load(), 1) << "destroyed before its unregister returned";
       }
-    });
+    }));
   }
   for (auto& th : threads) th.join();
   for (int i = 0; i < kN; ++i) EXPECT_EQ(g_destroyed[i].load(), 1) << i;
@@ -183,7 +162,6 @@ TEST_F(attached, many_threads_calling_registry_unregister_destroy_each_object_ex
 }
 
 TEST_F(attached, a_second_attach_is_diagnosed_and_changes_nothing) {
-  registry_t reg;
   async_unregister first(reg, combining());
   try {
     async_unregister second(reg, combining());
@@ -208,7 +186,6 @@ TEST_F(attached, a_second_attach_is_diagnosed_and_changes_nothing) {
 }
 
 TEST_F(attached, after_the_reclaimer_is_destroyed_registry_unregister_runs_its_own_batch) {
-  registry_t reg;
   item* a = add_item(reg, 1);
   item* b = add_item(reg, 2);
   {
@@ -226,7 +203,6 @@ TEST_F(attached, after_the_reclaimer_is_destroyed_registry_unregister_runs_its_o
 }
 
 TEST_F(attached, the_registrys_misuse_is_still_diagnosed_and_changes_nothing) {
-  registry_t reg;
   async_unregister reclaimer(reg, combining({.mode = reclaim_mode::manual}));
   item never_added(1);
   auto kind_of = [](auto&& call) {
@@ -276,7 +252,6 @@ TEST_F(attached, a_registry_call_from_a_hook_of_the_reclaimers_batch_runs_its_ow
   // reclaimer. Through the reclaimer it would wait for the batch running the hook (a deadlock):
   // the reclaimer declines it, and the registry runs its own batch.
   watchdog dog(30s, "registry.unregister from a destroy hook of the attached reclaimer's batch");
-  registry_t reg;
   async_unregister reclaimer(reg, combining());
   item* a = add_item(reg, 1);
   item* b = add_item(reg, 2);
@@ -294,9 +269,8 @@ TEST_F(attached, a_registry_call_from_a_hook_of_the_reclaimers_batch_runs_its_ow
 TEST_F(attached, two_threads_deleting_the_same_keys_by_key_exactly_one_wins_each) {
   constexpr int kN = 300;
   watchdog dog(60s, "two threads try_unregister by key through an attached reclaimer");
-  registry_t reg;
   async_unregister reclaimer(reg, combining());
-  for (int i = 0; i < kN; ++i) add_item(reg, i);
+  add_items(reg, kN);
   std::atomic<int> won[2] = {0, 0}, lost[2] = {0, 0}, exceptions{0};
   std::barrier each_key(2);  // both threads start every key together: the race on every key
   auto deleter = [&](int t) {
@@ -342,22 +316,18 @@ using window_registry = basic_registry<CF, std::mutex, window_items>;
 
 TEST_F(attached, by_key_the_lookup_and_the_submit_share_one_hold_of_the_writer_lock) {
   watchdog dog(30s, "try_unregister by key against a delete of the same key");
-  window_registry reg;
-  async_unregister reclaimer(reg, combining());
+  window_registry wreg;
+  async_unregister reclaimer(wreg, combining());
   auto* it = new item(7);
-  ASSERT_TRUE(reg.add(*it));
+  ASSERT_TRUE(wreg.add(*it));
   std::atomic<bool> other_ran{false};
-  reg.policy<window_items>().on_unlocked_window = [&] {
-    if (reg.writer_lock().held_by_caller() || other_ran.exchange(true)) return;
-    std::thread other([&] {
-      thread_registration<flavor::memb> r;
-      EXPECT_EQ(reg.try_unregister<by_id>(7).status, unregister_status::unregistered);
-    });
-    other.join();
+  wreg.policy<window_items>().on_unlocked_window = [&] {
+    if (wreg.writer_lock().held_by_caller() || other_ran.exchange(true)) return;
+    registered_thread([&] { EXPECT_EQ(wreg.try_unregister<by_id>(7).status, unregister_status::unregistered); }).join();
   };
   unregister_result mine;
-  EXPECT_NO_THROW(mine = reg.try_unregister<by_id>(7));
-  reg.policy<window_items>().on_unlocked_window = nullptr;
+  EXPECT_NO_THROW(mine = wreg.try_unregister<by_id>(7));
+  wreg.policy<window_items>().on_unlocked_window = nullptr;
   EXPECT_EQ(g_destroyed[7].load(), 1);
   EXPECT_FALSE(other_ran.load()) << "the hook ran in a window without the writer lock";
   EXPECT_EQ(mine.status, unregister_status::unregistered);
