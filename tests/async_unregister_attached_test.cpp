@@ -93,6 +93,13 @@ TEST_F(attached, with_the_option_on_registry_unregister_goes_through_the_reclaim
   EXPECT_EQ(st.grace_periods, 1u);
   EXPECT_EQ(reclaimer.stats().submitted, 1u);
   EXPECT_EQ(reclaimer.stats().batches, 1u);
+  item* b = add_item(reg, 2);
+  const unregister_result by_object = reg.try_unregister(*b);  // submit, then leads at once
+  EXPECT_EQ(by_object.status, unregister_status::unregistered);
+  EXPECT_EQ(by_object.unregistered, 1u);
+  EXPECT_EQ(by_object.stats.objects, 1u);
+  EXPECT_EQ(g_destroyed[2].load(), 1);
+  EXPECT_EQ(reclaimer.stats().submitted, 2u);
 }
 
 TEST_F(attached, two_callers_arriving_while_a_batch_runs_share_one_following_batch) {

@@ -1149,7 +1149,8 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   }
 
   /// Requires: m_. The batch that completes every request up to `through` gives its stats to the
-  /// combined calls waiting for them.
+  /// combined calls waiting for them. Every path that advances completed_ calls it first (today
+  /// run_batch_unlocked only: run_direct completes no ticket).
   void deliver_stats(std::uint64_t through, const batch_stats& st) noexcept {
     if (stats_waiters_.empty()) [[likely]]
       return;
