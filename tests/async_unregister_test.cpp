@@ -27,6 +27,7 @@
 
 #include "support/cascade.hpp"
 #include "support/counting.hpp"
+#include "support/indexed_item.hpp"
 #include "support/misuse_capture.hpp"
 #include "support/objects.hpp"
 #include "support/thread_state.hpp"
@@ -38,12 +39,6 @@ namespace {
 using namespace std::chrono_literals;
 using CF = counting_flavor<struct async_unregister_test_tag>;
 
-struct item : registrable<item> {
-  explicit item(int i) : id(i) {}
-  int id;
-  lfht_hook<item> by_id;
-};
-using by_id = lfht_index<item, &item::by_id, key_member<&item::id>>;  // memb rculfhash
 
 /// Counts destroys per id (exactly once), and unlists per id (exactly once: the batch must not
 /// unlist what submit unlisted). Sized by the test before use.
@@ -81,18 +76,6 @@ struct hundred_byte_items : items {
 
 using one_gp_registry = basic_registry<CF, std::mutex, items>;
 using two_gp_registry = basic_registry<CF, std::mutex, items_with_uninit>;
-
-item* add_item(auto& reg, int id) {
-  auto* it = new item(id);
-  EXPECT_TRUE(reg.add(*it));
-  return it;
-}
-
-template <class Registry>
-bool findable(Registry& reg, int id) {
-  read_guard<flavor::memb> guard;
-  return reg.template find<by_id>(guard, id) != nullptr;
-}
 
 /// `o` (its other knobs set with designated initializers: manual({.budget_bytes = 200})) for a
 /// reclaimer whose batches run only when the test calls for one: manual mode, never due by age.
