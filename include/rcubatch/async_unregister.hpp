@@ -42,7 +42,13 @@
 // what a plain unregister_one would. A waiting caller leads the next batch only once every caller
 // the last batch released has run again (they are runnable: woken, inside this object), so
 // callers that resubmit as soon as they return — a closed loop — join that batch instead of the
-// one after: a gather on an event certain to come soon, not a timer. Requests nobody waits for (submit only) are run by the background thread the object
+// one after: a gather on an event certain to come soon, not a timer. Likewise, until every caller
+// the last batch released — its leader too — has called again, a lone unregister takes a ticket
+// instead of the fast path, and a caller about to lead yields the CPU once first: such a caller
+// is runnable and about to resubmit, and on a shared CPU a woken thread preempts its waker, so the
+// batch would otherwise start before it can join (measured, issue 24: two writers on one CPU
+// combined nothing). One yield, never a wait: a caller that never calls again costs the next
+// leader one yield, once. Requests nobody waits for (submit only) are run by the background thread the object
 // owns (reclaim_mode::background_thread) or, in reclaim_mode::manual, by run_now(), run_if_due()
 // and budget-blocked submits, when a batch is due. A batch's hooks therefore run on whichever
 // thread leads it. Under qsbr the background thread is registered with the flavor and goes
@@ -260,6 +266,10 @@ inline thread_local const void* t_reclaimer_thread_of = nullptr;
 /// insert (hash + node allocation) was ~10 % of a submit's instructions (callgrind, issue 24).
 inline thread_local std::uint64_t t_last_submit_generation = 0;
 inline std::atomic<std::uint64_t> g_next_generation_id{1};
+/// The batch (a generation id, or a direct batch's id from the same counter) that last completed
+/// a synchronous call of this thread (unregister, wait) — as its leader or a follower; 0 once
+/// the thread came back (async_unregister::note_came_back) or when it is unknown.
+inline thread_local std::uint64_t t_released_by_batch = 0;
 
 template <class Tuple>
 struct thread_registrations;
@@ -829,18 +839,66 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
       flush_through_ = seq;
       work_cv_.notify_all();
     }
+    note_came_back();
+    if (completed_ >= seq) return;
+    // Counted by the batch its request is in: the running one (taken) or the next (pending).
+    const std::size_t in_slot = static_cast<std::size_t>(taken_ >= seq ? batches_started_ : batches_started_ + 1) & 1;
+    // Counted in callers_in_ until its batch ends (note_batch_released moves it to
+    // released_inside_), then until it returns. m_ is held at every exit, a throw included.
+    struct counted_caller {
+      async_unregister& self;
+      std::uint64_t seq;
+      std::size_t slot;
+      ~counted_caller() { --(self.completed_ >= seq ? self.released_inside_ : self.callers_in_[slot]); }
+    } const counted{*this, seq, in_slot};
+    ++callers_in_[in_slot];
+    bool yielded = false;
     while (completed_ < seq) {
       if (!running_ && taken_ < seq && released_still_asleep() == 0) {
+        if (callers_away_ != 0 && !yielded) {
+          // Callers the last batch released, or its leader, have not called again yet: they are
+          // runnable and inside this object (or just returned), and a closed-loop caller calls
+          // again at once. Sharing a CPU with them, this caller would start the batch before they
+          // can join it (a woken thread preempts its waker). Let them run once — a yield, not a
+          // wait: bounded, and a caller that never calls again stalls nobody. Online under qsbr:
+          // a yield does not block (the thread stays runnable), so no GP waits on it for long.
+          yielded = true;
+          lock.unlock();
+          std::this_thread::yield();
+          lock.lock();
+          continue;
+        }
         run_claimed(lock);
         continue;
       }
-      // Counted by the batch its request is in: the running one (taken) or the next (pending).
-      const std::size_t slot = static_cast<std::size_t>(taken_ >= seq ? batches_started_ : batches_started_ + 1) & 1;
-      ++asleep_for_[slot];
+      // in_slot still names its batch: a pending request is taken by the next batch to start,
+      // and no other batch starts while its batch runs.
+      ++asleep_for_[in_slot];
       wait_offline(done_cv_, lock);
-      if (--asleep_for_[slot] == 0 && !running_ && pending_ > 0 && slot == (batches_started_ & 1))
+      if (--asleep_for_[in_slot] == 0 && !running_ && pending_ > 0 && in_slot == (batches_started_ & 1))
         done_cv_.notify_all();  // the last caller released by the batch that ended is up: lead the next
     }
+    detail::t_released_by_batch = last_released_batch_;  // counted away by it (note_batch_released)
+  }
+
+  /// Requires: m_. A batch `id` ended and released `callers` synchronous callers that were
+  /// waiting for it (its leader among them, when a caller led it). Away until they call again
+  /// (note_came_back): those, and callers earlier batches released that are still inside
+  /// wait_until_completed (runnable, not yet returned). Meanwhile the next batch's leader lets
+  /// them run once first (wait_until_completed) and a lone caller takes the submit path instead
+  /// of claim_direct, so that they can join its batch. Returns `id`.
+  std::uint64_t note_batch_released(std::uint64_t id, std::size_t callers) noexcept {
+    last_released_batch_ = id;
+    callers_away_ = callers + released_inside_;
+    return id;
+  }
+
+  /// Requires: m_. The calling thread is back (unregister, wait): if the last batch released it,
+  /// one fewer of its callers is away.
+  void note_came_back() noexcept {
+    if (detail::t_released_by_batch == 0) return;
+    if (detail::t_released_by_batch == last_released_batch_ && callers_away_ != 0) --callers_away_;
+    detail::t_released_by_batch = 0;
   }
 
   /// Requires: m_. Callers whose request the last batch completed and that have not run since
@@ -938,11 +996,13 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   /// generation's timestamps and thread set, a second lock round trip): the same work and
   /// lock round trips as registry::unregister, plus this claim and its release. Callers
   /// arriving meanwhile submit and wait; the first of them leads the next batch when it ends.
-  /// False (nothing changed): a batch running, requests pending (they would be overtaken), or
+  /// False (nothing changed): a batch running, requests pending (they would be overtaken), a
+  /// caller the last batch released not back yet (note_batch_released: it may join a batch), or
   /// the budget full — the caller takes the submit-and-wait path then.
   bool claim_direct(std::size_t bytes) {
     std::scoped_lock lock(m_);
-    if (running_ || pending_ != 0 || blocked_now_ != 0 || !fits(bytes)) return false;
+    note_came_back();
+    if (running_ || pending_ != 0 || blocked_now_ != 0 || callers_away_ != 0 || !fits(bytes)) return false;
     running_ = true;
     ++batches_started_;
     charged_bytes_ += bytes;
@@ -1006,6 +1066,8 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
         ++direct_completed_;
         last_batch_end_ = end;
         count_batch(report);
+        // Its one caller is this thread, inside this object until it returns.
+        detail::t_released_by_batch = note_batch_released(detail::g_next_generation_id.fetch_add(1, std::memory_order_relaxed), 1);
       }
       more = pending_ > 0;
     }
@@ -1086,6 +1148,10 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
       last_batch_end_ = end;
       running_ = false;
       count_batch(report);
+      // Released: the callers waiting for this batch (its leader too, when a caller leads it).
+      const std::size_t released = std::exchange(callers_in_[batches_started_ & 1], 0);
+      note_batch_released(taken.id, released);
+      released_inside_ += released;
       more = pending_ > 0;
     }
     done_cv_.notify_all();
@@ -1294,6 +1360,10 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   std::uint64_t direct_completed_ = 0;  // requests run_direct completed (they take no ticket)
   std::uint64_t batches_started_ = 0;   // batches that took requests (run_direct's included)
   std::size_t asleep_for_[2] = {0, 0};  // callers asleep in wait_until_completed, by their batch's parity
+  std::uint64_t last_released_batch_ = 0;  // the last batch that ended (note_batch_released)
+  std::size_t callers_away_ = 0;           // callers it released (or earlier ones) not called again since
+  std::size_t callers_in_[2] = {0, 0};     // callers in wait_until_completed, by their batch's parity
+  std::size_t released_inside_ = 0;        // callers in wait_until_completed whose batch ended
   clock::time_point oldest_{};
   clock::time_point last_batch_end_{};
   bool running_ = false;
