@@ -27,6 +27,7 @@
 
 #include "support/cascade.hpp"
 #include "support/counting.hpp"
+#include "support/indexed_item.hpp"
 #include "support/misuse_capture.hpp"
 #include "support/objects.hpp"
 #include "support/thread_state.hpp"
@@ -38,12 +39,6 @@ namespace {
 using namespace std::chrono_literals;
 using CF = counting_flavor<struct async_unregister_test_tag>;
 
-struct item : registrable<item> {
-  explicit item(int i) : id(i) {}
-  int id;
-  lfht_hook<item> by_id;
-};
-using by_id = lfht_index<item, &item::by_id, key_member<&item::id>>;  // memb rculfhash
 
 /// Counts destroys per id (exactly once), and unlists per id (exactly once: the batch must not
 /// unlist what submit unlisted). Sized by the test before use.
@@ -81,18 +76,6 @@ struct hundred_byte_items : items {
 
 using one_gp_registry = basic_registry<CF, std::mutex, items>;
 using two_gp_registry = basic_registry<CF, std::mutex, items_with_uninit>;
-
-item* add_item(auto& reg, int id) {
-  auto* it = new item(id);
-  EXPECT_TRUE(reg.add(*it));
-  return it;
-}
-
-template <class Registry>
-bool findable(Registry& reg, int id) {
-  read_guard<flavor::memb> guard;
-  return reg.template find<by_id>(guard, id) != nullptr;
-}
 
 /// `o` (its other knobs set with designated initializers: manual({.budget_bytes = 200})) for a
 /// reclaimer whose batches run only when the test calls for one: manual mode, never due by age.
@@ -184,6 +167,41 @@ TEST_F(async_counting, a_thread_is_counted_in_every_batch_it_submits_to) {
     EXPECT_EQ(reclaimer.stats().last_batch.threads, 1u) << "batch " << batch;
   }
   EXPECT_EQ(book.total_destroyed(), 4);
+}
+
+TEST_F(async_counting, a_caller_the_last_batch_released_diverts_the_next_lone_unregister_but_never_stalls_it) {
+  // Issue 24 (W = 2 on one CPU): a batch's caller that has not called again yet is runnable and
+  // about to resubmit, so the next lone unregister takes a ticket — a batch that caller can join,
+  // led after one yield — instead of the fast path. It never waits for that caller: here F stays
+  // away for good, and main's unregister returns (the watchdog). main, the caller of the batch
+  // that then ended, comes back on the fast path: tickets say which path each call took (the
+  // fast path takes none).
+  watchdog dog(30s, "a lone unregister while a caller of the last batch stays away");
+  one_gp_registry reg;
+  async_unregister reclaimer(reg, async_options{.batch_count = 1'000'000, .max_age = std::chrono::hours(1)});
+  item* a = add_item(reg, 1);
+  item* b = add_item(reg, 2);
+  item* c = add_item(reg, 3);
+  item* d = add_item(reg, 4);
+  std::latch f_returned(1), f_may_leave(1);
+  std::thread f([&] {
+    thread_registration<flavor::memb> r;
+    EXPECT_TRUE(reclaimer.unregister(*a));  // the fast path: nothing pending, no batch running
+    f_returned.count_down();
+    f_may_leave.wait();  // never calls again while main unregisters
+  });
+  f_returned.wait();
+  ASSERT_TRUE(reclaimer.unregister(*b));  // F is away: b takes ticket 1 and main leads its batch
+  ASSERT_TRUE(reclaimer.unregister(*c));  // main came back from the last batch: the fast path
+  const unregister_ticket t = reclaimer.submit(*d);
+  EXPECT_EQ(t.sequence(), 2u) << "b took a ticket (1), c none";
+  reclaimer.wait(t);
+  f_may_leave.count_down();
+  f.join();
+  const async_stats st = reclaimer.stats();
+  EXPECT_EQ(st.batches, 4u);
+  EXPECT_EQ(st.completed, 4u);
+  for (int i = 1; i <= 4; ++i) EXPECT_FALSE(findable(reg, i));
 }
 
 TEST_F(async_counting, synchronous_callers_combine_through_wait) {

@@ -42,12 +42,42 @@
 // what a plain unregister_one would. A waiting caller leads the next batch only once every caller
 // the last batch released has run again (they are runnable: woken, inside this object), so
 // callers that resubmit as soon as they return — a closed loop — join that batch instead of the
-// one after: a gather on an event certain to come soon, not a timer. Requests nobody waits for (submit only) are run by the background thread the object
+// one after: a gather on an event certain to come soon, not a timer. Likewise, until every caller
+// the last batch released — its leader too — has called again, a lone unregister takes a ticket
+// instead of the fast path, and a caller about to lead yields the CPU once first: such a caller
+// is runnable and about to resubmit, and on a shared CPU a woken thread preempts its waker, so the
+// batch would otherwise start before it can join (measured, issue 24: two writers on one CPU
+// combined nothing). One yield, never a wait: a caller that never calls again costs the next
+// leader one yield, once. Requests nobody waits for (submit only) are run by the background thread the object
 // owns (reclaim_mode::background_thread) or, in reclaim_mode::manual, by run_now(), run_if_due()
 // and budget-blocked submits, when a batch is due. A batch's hooks therefore run on whichever
 // thread leads it. Under qsbr the background thread is registered with the flavor and goes
 // offline whenever it sleeps or waits for a lock; so do callers while they block (wait, budget,
 // locks): a qsbr writer's synchronize never waits for them.
+//
+// Attached to its registry (async_options::combine_registry_unregister, off by default): the
+// constructor attaches this reclaimer to the registry, and from then on the registry's own
+// registry::unregister(obj), try_unregister(obj) and try_unregister<I>(key) combine through it
+// like unregister(obj) — a lone caller takes the fast path (try_unregister: submit, then leads at
+// once), callers arriving while a batch runs share the next one, led by one of them; no timer.
+// So code written against the registry gets the combining without being rewritten. What changes
+// for those calls: hooks may run on another caller's thread (the leader's); the batch runs with
+// this reclaimer's options (unlock_during_waits, hold_lock_through_drain, rollback), not
+// registry_options; objects are charged to the budget (over_budget::refuse: refused, nothing
+// changed, counted in refused); they count in stats() (requests, batches, latency). unregister
+// returns the batch_stats of the batch that completed its request — shared: they count the
+// other callers' objects and grace periods too; try_unregister the same in its stats. by key, the
+// lookup and the submit share one hold of the writer lock (try_submit's path): two threads
+// deleting one key, exactly one wins and nobody touches freed memory. The registry's misuse
+// checks (read section, the lock's holder) run first, unchanged; not_registered,
+// already_unregistering, wrong_registry are diagnosed by the submit or the batch as here. Called
+// from a hook of this reclaimer's own batch (destroy), or from on_batch on its background thread,
+// a registry call would wait for itself: it is declined, and the registry runs its own batch as
+// if nothing were attached. unregister_many, unregister_with, try_unregister_many and replace*
+// always run the registry's own batch (one batch already). The registry keeps a type-erased
+// pointer (detail/unregister_combiner.hpp); the destructor detaches first — registry calls then
+// run their own batches, and it waits for the attached calls in flight — then drains. At most
+// one reclaimer per registry attaches: a second is misuse (attached_twice).
 //
 // When a batch is due (for requests nobody waits for): when the pending requests reach
 // async_options::batch_count, their bytes batch_bytes, or the oldest request's age max_age — the
@@ -132,10 +162,13 @@
 #include <utility>
 #include <vector>
 
+#include <boost/intrusive/list.hpp>
+
 #include "rcubatch/async_stats.hpp"
 #include "rcubatch/batch_stats.hpp"
 #include "rcubatch/detail/latency_histogram.hpp"
 #include "rcubatch/detail/submitted_lane.hpp"
+#include "rcubatch/detail/unregister_combiner.hpp"
 #include "rcubatch/misuse.hpp"
 #include "rcubatch/policy.hpp"
 #include "rcubatch/read_guard.hpp"
@@ -180,6 +213,12 @@ struct async_options {
   /// the registry. Must not throw (an exception is caught and dropped). On the background thread
   /// it must not wait for batches (wait, unregister, drain, run_now: diagnosed, refused).
   std::function<void(const async_batch_report&)> on_batch{};
+  /// Attach to the registry, so that its own registry::unregister(obj), try_unregister(obj) and
+  /// try_unregister<I>(key), called from many threads, combine through this reclaimer as
+  /// unregister(obj) does (see "Attached to its registry" in the file comment). Off: the
+  /// registry's calls run their own batch each, whatever reclaimers exist. At most one
+  /// reclaimer per registry may attach (a second: misuse attached_twice).
+  bool combine_registry_unregister = false;
 };
 
 template <class Registry>
@@ -227,6 +266,10 @@ inline thread_local const void* t_reclaimer_thread_of = nullptr;
 /// insert (hash + node allocation) was ~10 % of a submit's instructions (callgrind, issue 24).
 inline thread_local std::uint64_t t_last_submit_generation = 0;
 inline std::atomic<std::uint64_t> g_next_generation_id{1};
+/// The batch (a generation id, or a direct batch's id from the same counter) that last completed
+/// a synchronous call of this thread (unregister, wait) — as its leader or a follower; 0 once
+/// the thread came back (async_unregister::note_came_back) or when it is unknown.
+inline thread_local std::uint64_t t_released_by_batch = 0;
 
 /// A count written only under a mutex and read, besides, without it (async_unregister's charged
 /// bytes: submit's first look at the budget, under the writer lock only). An atomic so that read
@@ -270,6 +313,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
 
  private:
   static constexpr std::size_t kTypes = sizeof...(Policies);
+  struct stats_waiter;  // a combined registry call waiting for its batch's stats (below)
   using pending_queues = std::tuple<unreg_queue<typename Policies::object_type>...>;
   template <class U>
   static constexpr std::size_t slot_of() {
@@ -294,25 +338,44 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
  public:
   /// Effects: a reclaimer for `registry` (kept by reference: it must outlive this object); in
   /// background_thread mode starts its thread (registered with Flavor).
+  /// With combine_registry_unregister, attaches to the registry (see the file comment).
   /// Requires: at most one async_unregister per registry; the thresholds are ≥ 1 (batch_count,
   /// batch_bytes; budget_bytes ≥ 1), else std::invalid_argument.
-  /// Throws: std::invalid_argument as above; std::system_error if the thread cannot start.
-  /// Complexity: O(1). Blocking: never.
+  /// Misuse (attached_twice): combine_registry_unregister on a registry another reclaimer is
+  /// attached to — throw_error throws (nothing constructed, the other stays attached); under
+  /// report this one is constructed unattached.
+  /// Throws: std::invalid_argument as above; misuse_error as above; std::system_error if the
+  /// thread cannot start (detached again first). Complexity: O(1). Blocking: never.
   explicit async_unregister(registry_type& registry, async_options options = {})
       : registry_(registry), options_(std::move(options)) {
     if (options_.batch_count == 0 || options_.batch_bytes == 0 || options_.budget_bytes == 0)
       throw std::invalid_argument(
           "rcubatch::async_unregister: batch_count, batch_bytes and budget_bytes must be at least 1");
-    if (options_.mode == reclaim_mode::background_thread) thread_ = std::thread([this] { reclaimer_loop(); });
+    if (options_.combine_registry_unregister) attach_to_registry();
+    try {
+      if (options_.mode == reclaim_mode::background_thread) thread_ = std::thread([this] { reclaimer_loop(); });
+    } catch (...) {
+      if (attached_) registry_.combiner_.detach();
+      throw;
+    }
   }
   async_unregister(const async_unregister&) = delete;
   async_unregister& operator=(const async_unregister&) = delete;
 
-  /// Effects: drain() (every submitted object is destroyed), then stops the background thread.
-  /// Requires: no other thread calls a member meanwhile or afterwards; called outside read-side
-  /// sections of Flavor (a destructor cannot refuse: drained anyway, after a report).
-  /// Blocking: until the pending batches ran. Throws: nothing.
+  /// Effects: detaches from the registry if attached — registry calls from then on run their own
+  /// batches, and it waits for the attached calls in flight to return (each waits for its own
+  /// batch) —, then drain() (every submitted object is destroyed, including what those calls'
+  /// hooks submitted), then stops the background thread.
+  /// Requires: no other thread calls a member meanwhile or afterwards (the registry's calls may
+  /// go on: see above); called outside read-side sections of Flavor (a destructor cannot refuse:
+  /// drained anyway, after a report).
+  /// Blocking: until the attached calls returned and the pending batches ran (offline under
+  /// qsbr). Throws: nothing.
   ~async_unregister() {
+    if (attached_) {
+      offline_while_blocked offline;
+      registry_.combiner_.detach();
+    }
     drain_noexcept();
     {
       std::scoped_lock lock(m_);
@@ -369,13 +432,21 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   template <class I, class K>
   submit_result try_submit(const K& key) {
     constexpr std::size_t k = slot_of<std::remove_pointer_t<decltype(registry_.template index<I>().find_locked(key))>>();
-    using T = object_at<k>;
     submit_result r;
     r.status = unregister_status::refused;
     if (!outside_read_section("try_submit") || !writer_lock_not_held("try_submit")) return r;
+    return submit_found<k>([&]() -> object_at<k>* { return registry_.template index<I>().find_locked(key); }, nullptr);
+  }
+
+ private:
+  /// try_submit by key's body, for the object `find()` returns under the writer lock (nullptr:
+  /// not_found); with `waiter`, the caller will wait (it leads) and its stats are delivered there.
+  template <std::size_t k, class Find>
+  submit_result submit_found(Find&& find, stats_waiter* waiter) {
+    using T = object_at<k>;
     std::size_t bytes = 0;
     return with_budget_retry(bytes, [&](bool reserved, bool& no_room) {
-      T* t = registry_.template index<I>().find_locked(key);
+      T* t = find();
       if (t == nullptr) {
         if (reserved) unreserve(bytes);
         submit_result missing;
@@ -385,21 +456,21 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
       const std::size_t found_bytes = bytes_of<k>(*t);
       if (reserved && found_bytes != bytes) recharge(bytes, found_bytes);
       bytes = found_bytes;
-      return submit_locked<k>(*t, bytes, reserved, false, true, no_room);
+      return link_waiter(submit_locked<k>(*t, bytes, reserved, waiter != nullptr, true, no_room), waiter);
     });
   }
 
- private:
   /// submit's body. `caller_waits`: the caller will wait for this request and lead its batch
   /// (unregister), so the background thread is not woken for it (a wake-up and a context switch
   /// per request cost a synchronous caller more than the batch's bookkeeping). `lost_race_is_result`:
   /// try_submit (an object already going away is a result, not misuse).
+  /// With `waiter` (caller_waits), the batch's stats are delivered there (combined registry calls).
   /// The budget is charged under the writer lock, in the critical section of m_ that records the
   /// request (one round trip of m_ per submit; callgrind, issue 24: a separate reserve before the
   /// writer lock was a second one). Only when the budget is full does the caller leave the writer
   /// lock, block (or be refused) in reserve, and try again with its bytes charged ahead.
   template <class U>
-  submit_result submit_request(U& obj, bool caller_waits, bool lost_race_is_result) {
+  submit_result submit_request(U& obj, bool caller_waits, bool lost_race_is_result, stats_waiter* waiter = nullptr) {
     constexpr std::size_t k = slot_of<U>();
     using T = object_at<k>;
     T& t = static_cast<T&>(obj);
@@ -408,7 +479,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
     if (!outside_read_section("submit") || !writer_lock_not_held("submit")) return r;
     std::size_t bytes = bytes_of<k>(t);
     return with_budget_retry(bytes, [&](bool reserved, bool& no_room) {
-      return submit_locked<k>(t, bytes, reserved, caller_waits, lost_race_is_result, no_room);
+      return link_waiter(submit_locked<k>(t, bytes, reserved, caller_waits, lost_race_is_result, no_room), waiter);
     });
   }
 
@@ -816,18 +887,66 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
       flush_through_ = seq;
       work_cv_.notify_all();
     }
+    note_came_back();
+    if (completed_ >= seq) return;
+    // Counted by the batch its request is in: the running one (taken) or the next (pending).
+    const std::size_t in_slot = static_cast<std::size_t>(taken_ >= seq ? batches_started_ : batches_started_ + 1) & 1;
+    // Counted in callers_in_ until its batch ends (note_batch_released moves it to
+    // released_inside_), then until it returns. m_ is held at every exit, a throw included.
+    struct counted_caller {
+      async_unregister& self;
+      std::uint64_t seq;
+      std::size_t slot;
+      ~counted_caller() { --(self.completed_ >= seq ? self.released_inside_ : self.callers_in_[slot]); }
+    } const counted{*this, seq, in_slot};
+    ++callers_in_[in_slot];
+    bool yielded = false;
     while (completed_ < seq) {
       if (!running_ && taken_ < seq && released_still_asleep() == 0) {
+        if (callers_away_ != 0 && !yielded) {
+          // Callers the last batch released, or its leader, have not called again yet: they are
+          // runnable and inside this object (or just returned), and a closed-loop caller calls
+          // again at once. Sharing a CPU with them, this caller would start the batch before they
+          // can join it (a woken thread preempts its waker). Let them run once — a yield, not a
+          // wait: bounded, and a caller that never calls again stalls nobody. Online under qsbr:
+          // a yield does not block (the thread stays runnable), so no GP waits on it for long.
+          yielded = true;
+          lock.unlock();
+          std::this_thread::yield();
+          lock.lock();
+          continue;
+        }
         run_claimed(lock);
         continue;
       }
-      // Counted by the batch its request is in: the running one (taken) or the next (pending).
-      const std::size_t slot = static_cast<std::size_t>(taken_ >= seq ? batches_started_ : batches_started_ + 1) & 1;
-      ++asleep_for_[slot];
+      // in_slot still names its batch: a pending request is taken by the next batch to start,
+      // and no other batch starts while its batch runs.
+      ++asleep_for_[in_slot];
       wait_offline(done_cv_, lock);
-      if (--asleep_for_[slot] == 0 && !running_ && pending_ > 0 && slot == (batches_started_ & 1))
+      if (--asleep_for_[in_slot] == 0 && !running_ && pending_ > 0 && in_slot == (batches_started_ & 1))
         done_cv_.notify_all();  // the last caller released by the batch that ended is up: lead the next
     }
+    detail::t_released_by_batch = last_released_batch_;  // counted away by it (note_batch_released)
+  }
+
+  /// Requires: m_. A batch `id` ended and released `callers` synchronous callers that were
+  /// waiting for it (its leader among them, when a caller led it). Away until they call again
+  /// (note_came_back): those, and callers earlier batches released that are still inside
+  /// wait_until_completed (runnable, not yet returned). Meanwhile the next batch's leader lets
+  /// them run once first (wait_until_completed) and a lone caller takes the submit path instead
+  /// of claim_direct, so that they can join its batch. Returns `id`.
+  std::uint64_t note_batch_released(std::uint64_t id, std::size_t callers) noexcept {
+    last_released_batch_ = id;
+    callers_away_ = callers + released_inside_;
+    return id;
+  }
+
+  /// Requires: m_. The calling thread is back (unregister, wait): if the last batch released it,
+  /// one fewer of its callers is away.
+  void note_came_back() noexcept {
+    if (detail::t_released_by_batch == 0) return;
+    if (detail::t_released_by_batch == last_released_batch_ && callers_away_ != 0) --callers_away_;
+    detail::t_released_by_batch = 0;
   }
 
   /// Requires: m_. Callers whose request the last batch completed and that have not run since
@@ -925,11 +1044,13 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   /// generation's timestamps and thread set, a second lock round trip): the same work and
   /// lock round trips as registry::unregister, plus this claim and its release. Callers
   /// arriving meanwhile submit and wait; the first of them leads the next batch when it ends.
-  /// False (nothing changed): a batch running, requests pending (they would be overtaken), or
+  /// False (nothing changed): a batch running, requests pending (they would be overtaken), a
+  /// caller the last batch released not back yet (note_batch_released: it may join a batch), or
   /// the budget full — the caller takes the submit-and-wait path then.
   bool claim_direct(std::size_t bytes) {
     std::scoped_lock lock(m_);
-    if (running_ || pending_ != 0 || blocked_now_ != 0 || !fits(bytes)) return false;
+    note_came_back();
+    if (running_ || pending_ != 0 || blocked_now_ != 0 || callers_away_ != 0 || !fits(bytes)) return false;
     running_ = true;
     ++batches_started_;
     charged_bytes_ += bytes;
@@ -946,7 +1067,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   /// report); rethrows what validate or a misuse under throw_error throws. Either way the claim
   /// and the charge are released, and waiters woken.
   template <std::size_t k>
-  bool run_direct(object_at<k>& t, std::size_t bytes) {
+  bool run_direct(object_at<k>& t, std::size_t bytes, batch_stats* out = nullptr) {
     const auto start = clock::now();
     batch_stats st;
     try {
@@ -971,6 +1092,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
       throw;
     }
     finish_direct(bytes, st.refused ? nullptr : &st, start);  // refused (report): nothing changed
+    if (out != nullptr) *out = st;
     return !st.refused;
   }
 
@@ -992,6 +1114,8 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
         ++direct_completed_;
         last_batch_end_ = end;
         count_batch(report);
+        // Its one caller is this thread, inside this object until it returns.
+        detail::t_released_by_batch = note_batch_released(detail::g_next_generation_id.fetch_add(1, std::memory_order_relaxed), 1);
       }
       more = pending_ > 0;
     }
@@ -1062,11 +1186,16 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
     record_latencies(end, taken.submit_times);
     {
       std::scoped_lock lock(m_);
+      deliver_stats(through, report.batch);  // before completed_: the waiters read them once it passes
       completed_ = through;
       charged_bytes_ -= bytes;
       last_batch_end_ = end;
       running_ = false;
       count_batch(report);
+      // Released: the callers waiting for this batch (its leader too, when a caller leads it).
+      const std::size_t released = std::exchange(callers_in_[batches_started_ & 1], 0);
+      note_batch_released(taken.id, released);
+      released_inside_ += released;
       more = pending_ > 0;
     }
     done_cv_.notify_all();
@@ -1124,6 +1253,145 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
     return detail::run_specs(registry_.domain(), options_.rollback, ctx, std::get<K>(specs)...);
   }
 
+  // --- attached to the registry (combine_registry_unregister): its unregister calls come here ---
+
+  /// A combined registry call waiting for its request's batch: the batch copies its stats here
+  /// (deliver_stats) before it marks the request completed. Lives on the caller's stack; linked
+  /// in stats_waiters_ under m_ until delivered (or the wait threw). Boost.Intrusive: no
+  /// allocation per call, O(1) unlink.
+  struct stats_waiter : boost::intrusive::list_base_hook<> {
+    std::uint64_t seq = 0;
+    batch_stats stats{};
+  };
+
+  /// Requires: the writer lock, held since `r`'s submit_locked (no batch can have taken the
+  /// request yet: run_batch_unlocked takes requests under it). Links `waiter`, if any, for r's
+  /// request. Returns r.
+  submit_result link_waiter(submit_result r, stats_waiter* waiter) noexcept {
+    if (waiter == nullptr || !r) return r;
+    waiter->seq = r.ticket.sequence_;
+    std::scoped_lock lock(m_);
+    stats_waiters_.push_back(*waiter);
+    return r;
+  }
+
+  /// Requires: m_. The batch that completes every request up to `through` gives its stats to the
+  /// combined calls waiting for them. Every path that advances completed_ calls it first (today
+  /// run_batch_unlocked only: run_direct completes no ticket).
+  void deliver_stats(std::uint64_t through, const batch_stats& st) noexcept {
+    if (stats_waiters_.empty()) [[likely]]
+      return;
+    stats_waiters_.remove_and_dispose_if([through](const stats_waiter& w) { return w.seq <= through; },
+                                         [&st](stats_waiter* w) { w->stats = st; });
+  }
+
+  /// Waits (leading, as wait) for the batch of waiter's request; its stats are in waiter then.
+  void wait_for_stats(stats_waiter& waiter) {
+    try {
+      wait_until_completed(waiter.seq, false);
+    } catch (...) {
+      std::scoped_lock lock(m_);
+      if (waiter.is_linked()) stats_waiters_.erase(stats_waiters_.iterator_to(waiter));
+      throw;
+    }
+  }
+
+  /// A registry call on this thread would wait for itself here (a hook of this reclaimer's batch,
+  /// its on_batch on the background thread): declined, the registry runs its own batch.
+  bool declines_here() const noexcept {
+    return detail::t_running_batch_of == this || detail::t_reclaimer_thread_of == this;
+  }
+
+  /// registry::unregister(t): the lone caller's fast path (as unregister), else submit and lead.
+  template <std::size_t k>
+  bool combined_unregister(object_at<k>& t, batch_stats& out) {
+    if (declines_here()) return false;
+    out = batch_stats{};
+    const std::size_t bytes = bytes_of<k>(t);
+    if (claim_direct(bytes)) {
+      run_direct<k>(t, bytes, &out);  // refused: out.refused
+      return true;
+    }
+    stats_waiter waiter;
+    if (!submit_request(t, true, false, &waiter)) {
+      out.refused = true;  // the budget (over_budget::refuse) or misuse under report: nothing changed
+      return true;
+    }
+    wait_for_stats(waiter);
+    out = waiter.stats;
+    return true;
+  }
+
+  /// registry::try_unregister(obj) and by key: try_submit's path, then a wait for the batch.
+  template <std::size_t k, class Find>
+  bool combined_try_unregister(Find&& find_or_object, unregister_result& out) {
+    if (declines_here()) return false;
+    out = unregister_result{};
+    stats_waiter waiter;
+    submit_result r;
+    if constexpr (std::is_same_v<std::remove_cvref_t<Find>, object_at<k>*>) {
+      r = submit_request(*find_or_object, true, true, &waiter);
+    } else {
+      r = submit_found<k>(std::forward<Find>(find_or_object), &waiter);
+    }
+    out.status = r.status;
+    if (r.status == unregister_status::unregistered) {
+      wait_for_stats(waiter);
+      out.unregistered = 1;
+      out.stats = waiter.stats;
+    } else if (r.status == unregister_status::refused) {
+      out.stats.refused = true;
+    } else {
+      out.missed = 1;  // not_found, already_unregistering: a lost race, nothing changed
+    }
+    return true;
+  }
+
+  /// Calls f.template operator()<K>() for the runtime slot K (< kTypes).
+  template <class F>
+  static bool for_slot(std::size_t slot, F&& f) {
+    bool handled = false;
+    [&]<std::size_t... K>(std::index_sequence<K...>) {
+      static_cast<void>(((slot == K ? (handled = f.template operator()<K>(), true) : false) || ...));
+    }(std::index_sequence_for<Policies...>{});
+    return handled;
+  }
+
+  detail::unregister_combiner make_combiner() noexcept {
+    detail::unregister_combiner c;
+    c.self = this;
+    c.unregister = [](void* self, std::size_t slot, void* obj, batch_stats& out) {
+      return for_slot(slot, [&]<std::size_t K>() {
+        return static_cast<async_unregister*>(self)->template combined_unregister<K>(*static_cast<object_at<K>*>(obj), out);
+      });
+    };
+    c.try_unregister = [](void* self, std::size_t slot, void* obj, unregister_result& out) {
+      return for_slot(slot, [&]<std::size_t K>() {
+        return static_cast<async_unregister*>(self)->template combined_try_unregister<K>(static_cast<object_at<K>*>(obj),
+                                                                                         out);
+      });
+    };
+    c.try_unregister_key = [](void* self, std::size_t slot, detail::unregister_combiner::find_fn find, const void* key,
+                              unregister_result& out) {
+      auto* me = static_cast<async_unregister*>(self);
+      return for_slot(slot, [&]<std::size_t K>() {
+        return me->template combined_try_unregister<K>(
+            [&]() -> object_at<K>* { return static_cast<object_at<K>*>(find(&me->registry_, key)); }, out);
+      });
+    };
+    return c;
+  }
+
+  void attach_to_registry() {
+    if (registry_.combiner_.attach(combiner_)) {
+      attached_ = true;
+      return;
+    }
+    detail::diagnose(misuse_kind::attached_twice,
+                     "async_unregister: combine_registry_unregister on a registry another async_unregister is "
+                     "attached to (at most one reclaimer per registry); this one was not attached");
+  }
+
   registry_type& registry_;
   const async_options options_;
   const std::uint64_t id_ = detail::g_next_reclaimer_id.fetch_add(1, std::memory_order_relaxed);
@@ -1153,6 +1421,10 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   std::uint64_t direct_completed_ = 0;  // requests run_direct completed (they take no ticket)
   std::uint64_t batches_started_ = 0;   // batches that took requests (run_direct's included)
   std::size_t asleep_for_[2] = {0, 0};  // callers asleep in wait_until_completed, by their batch's parity
+  std::uint64_t last_released_batch_ = 0;  // the last batch that ended (note_batch_released)
+  std::size_t callers_away_ = 0;           // callers it released (or earlier ones) not called again since
+  std::size_t callers_in_[2] = {0, 0};     // callers in wait_until_completed, by their batch's parity
+  std::size_t released_inside_ = 0;        // callers in wait_until_completed whose batch ended
   clock::time_point oldest_{};
   clock::time_point last_batch_end_{};
   bool running_ = false;
@@ -1161,6 +1433,12 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
 
   mutable std::mutex histogram_mutex_;
   detail::latency_histogram latency_;
+
+  // Combined registry calls (combine_registry_unregister): under m_, the callers waiting for
+  // their batch's stats; the operations the registry calls, attached_ when it accepted them.
+  boost::intrusive::list<stats_waiter> stats_waiters_;
+  const detail::unregister_combiner combiner_ = make_combiner();
+  bool attached_ = false;
 
   std::thread thread_;    // last: started after everything above is constructed
 };

@@ -67,8 +67,9 @@ enum class misuse_kind : unsigned char {
   ref_token_unknown,         ///< tracked refs: a put without its hold (a token that holds nothing on this object)
   ref_token_put_twice,       ///< tracked refs: a token put a second time
   ref_token_leaked,          ///< tracked refs: a token (or its object, or the process) ended with the hold never put
+  attached_twice,            ///< a second async_unregister attached to a registry that has one (combine_registry_unregister)
 };
-inline constexpr std::size_t kMisuseKinds = 22;
+inline constexpr std::size_t kMisuseKinds = 23;
 
 constexpr std::string_view to_string(misuse_kind k) noexcept {
   constexpr std::array<std::string_view, kMisuseKinds> names{
@@ -79,7 +80,7 @@ constexpr std::string_view to_string(misuse_kind k) noexcept {
       "not_in_read_section",      "retired_twice",          "not_in_batch",
       "waits_for_own_batch",      "ref_overflow",           "holds_writer_lock",
       "wrong_registry",           "ref_token_unknown",      "ref_token_put_twice",
-      "ref_token_leaked"};
+      "ref_token_leaked",         "attached_twice"};
   return names[static_cast<std::size_t>(k)];
 }
 

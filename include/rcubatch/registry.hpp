@@ -69,6 +69,10 @@
 // already ended is a use of freed memory, like any use of a freed object: the library cannot see
 // it. When two threads may race to delete the same object, delete by key (try_unregister<Index>(key):
 // the lookup happens under the writer lock, and a lost race is a result, not misuse).
+// Combining: with an async_unregister attached (async_options::combine_registry_unregister),
+// unregister(obj), try_unregister(obj) and try_unregister<I>(key) from many threads combine
+// through it into shared batches (async_unregister.hpp, "Attached to its registry"); without one
+// (the default) each call runs its own batch, as above.
 // Owned children (owned.hpp: owning<&Parent::list> on the parent's policy): add links a child into
 // the list of the parent its owner_hook names, its unlist takes it out, and the parent's batch
 // queues the children left (any depth, the same ≤ 2 grace periods); replace_with_children reloads
@@ -90,6 +94,7 @@
 #include <vector>
 
 #include "rcubatch/fwd.hpp"
+#include "rcubatch/detail/unregister_combiner.hpp"
 #include "rcubatch/detail/writer_lock.hpp"
 #include "rcubatch/grace_domain.hpp"
 #include "rcubatch/misuse.hpp"
@@ -522,14 +527,34 @@ class basic_registry {
   /// inside a read-side section (blocking_in_read_section). Nothing changes then.
   /// Throws: misuse_error (default policy) as above; what a validate hook throws (nothing changed).
   /// Complexity: O(1 + dependents) hook calls. Blocking: the lock, ≤ 2 grace periods, the drain.
+  /// With an async_unregister attached (async_options::combine_registry_unregister): concurrent
+  /// callers combine through it instead (async_unregister.hpp, "Attached to its registry"): a
+  /// lone caller runs a batch of obj at once; callers arriving while a batch runs share the next
+  /// one, led by one of them — whose thread then runs the other callers' hooks. The batch runs
+  /// with the reclaimer's options (async_options::unlock_during_waits, hold_lock_through_drain,
+  /// rollback), and obj is charged to its budget (over_budget::refuse: refused, stats.refused,
+  /// nothing changed). Returns the statistics of the batch that completed obj's request, which
+  /// count the other callers' objects and grace periods too (objects > 1 when it was shared).
+  /// The misuse above is diagnosed as without it; called from a hook of that reclaimer's own batch
+  /// (destroy) or from its on_batch on its thread, this runs its own batch as without it.
   template <class U>
   batch_stats unregister(U& obj) {
+    if (combiner_.maybe_attached()) [[unlikely]] {
+      constexpr std::size_t k = slot_of<U>();
+      batch_stats st;
+      void* const p = &static_cast<object_at<k>&>(obj);
+      if (through_combiner(st.refused, [&](const detail::unregister_combiner& c) {
+            return c.unregister(c.self, k, p, st);
+          }))
+        return st;
+    }
     return unregister_with([&obj](queues& q) { q.push(obj); });
   }
 
   /// Requires: every element is (or points to) a registered object of this registry; outside
   /// read-side sections. Elements may be objects or pointers (T&, T*, of any policy's type).
-  /// Effects: as unregister, for all of them in one batch: ≤ 2 grace periods whatever the size.
+  /// Effects: as unregister, for all of them in one batch: ≤ 2 grace periods whatever the size;
+  /// always the registry's own batch, attached reclaimer or not (it is one batch already).
   /// Misuse and Throws: as unregister; a null pointer throws std::invalid_argument. Any refusal
   /// happens before the batch starts and leaves every object registered.
   /// Complexity: O(N + dependents). Blocking: as unregister.
@@ -557,14 +582,32 @@ class basic_registry {
   /// as by unregister (≤ 2 grace periods, cascades included); none: no batch, no grace period.
   /// Returns: unregistered (with the batch's stats) or not_found. Misuse: as unregister (read
   /// section, the lock's holder). Throws: what unregister throws. Blocking: as unregister.
+  /// With an async_unregister attached: as unregister's, through async_unregister::try_submit by
+  /// key (the same race guarantee: the lookup and the submit under one hold of the writer lock),
+  /// then a wait for its batch; also refused (budget under over_budget::refuse, misuse under
+  /// report: stats.refused, nothing changed).
   template <class I, class K>
   unregister_result try_unregister(const K& key) {
+    if (combiner_.maybe_attached()) [[unlikely]] {
+      using found = std::remove_cvref_t<decltype(*index<I>().find_locked(key))>;
+      constexpr std::size_t k = slot_of<found>();
+      unregister_result r;
+      const detail::unregister_combiner::find_fn find_by_key = [](void* reg, const void* key_ptr) -> void* {
+        return static_cast<object_at<k>*>(
+            static_cast<basic_registry*>(reg)->template index<I>().find_locked(*static_cast<const K*>(key_ptr)));
+      };
+      if (through_combiner(r.stats.refused, [&](const detail::unregister_combiner& c) {
+            return c.try_unregister_key(c.self, k, find_by_key, &key, r);
+          }))
+        return r;
+    }
     const K* one = &key;
     return try_unregister_many<I>(std::span<const K>(one, 1));
   }
 
   /// As try_unregister, for every key of `keys` in one batch (≤ 2 grace periods in all). Keys not
-  /// found, and keys naming an object already queued by this call, count in `missed`.
+  /// found, and keys naming an object already queued by this call, count in `missed`. Always the
+  /// registry's own batch, attached reclaimer or not.
   template <class I, class Keys>
   unregister_result try_unregister_many(const Keys& keys) {
     unregister_result r;
@@ -590,9 +633,21 @@ class basic_registry {
   /// stats) or already_unregistering (nothing changed). Misuse, still diagnosed: obj never
   /// registered (not_registered), registered in another registry (wrong_registry), read section,
   /// the lock's holder. Blocking: as unregister.
+  /// With an async_unregister attached: as unregister's, through async_unregister::try_submit(obj)
+  /// and a wait for its batch; also refused (budget under over_budget::refuse, misuse under
+  /// report: status refused, stats.refused, nothing changed).
   template <class U>
   unregister_result try_unregister(U& obj) {
     unregister_result r;
+    if (combiner_.maybe_attached()) [[unlikely]] {
+      constexpr std::size_t k = slot_of<U>();
+      void* const p = &static_cast<object_at<k>&>(obj);
+      r.status = unregister_status::already_unregistering;  // what a refused check leaves, as below
+      if (through_combiner(r.stats.refused, [&](const detail::unregister_combiner& c) {
+            return c.try_unregister(c.self, k, p, r);
+          }))
+        return r;
+    }
     r.stats = unregister_with([&](queues& q) {
       const auto& base = static_cast<const registrable<registrable_type_t<U>>&>(obj);
       const reg_state st = base.state();
@@ -817,6 +872,20 @@ class basic_registry {
     return false;
   }
 
+  /// An unregister call while a reclaimer may be attached: the registry's own checks (read
+  /// section, the lock's holder: `refused` set under report), then call(combiner) with the
+  /// reclaimer kept attached for the call. True when handled here; false when nothing is
+  /// attached (any more) or the reclaimer declined: the caller runs its own batch.
+  template <class Call>
+  bool through_combiner(bool& refused, Call&& call) {
+    if (!outside_read_section("unregister") || !lock_not_held("registry::unregister")) {
+      refused = true;
+      return true;
+    }
+    const detail::combiner_slot::entry entered(combiner_);
+    return entered.attached() != nullptr && std::forward<Call>(call)(*entered.attached());
+  }
+
   void report_wrong_registry(const char* what) const {
     detail::diag_text msg(what);
     msg += ": the object is registered, but not in this registry (another registry of the same type, "
@@ -986,6 +1055,7 @@ class basic_registry {
   registry_options options_;
   grace_domain<Flavor>* domain_;
   std::tuple<Policies...> policies_;
+  detail::combiner_slot combiner_;  // an attached async_unregister, if any (attach/detach: its ctor/dtor)
 };
 
 // `registry<Policies...>`, the common spelling (the default flavor, a std::mutex), is defined in
