@@ -748,6 +748,32 @@ TEST(async_histogram, quantiles_are_bucket_bounds_within_an_eighth) {
   EXPECT_EQ(h.max(), 1'000'000u);
 }
 
+TEST(async_histogram, a_run_from_its_bucket_floor_counts_as_one_add_per_duration) {
+  // A batch's requests share their end, so the reclaimer counts their latencies a run at a time:
+  // every duration in [bucket_floor(ns), ns] must land where one add per duration puts it.
+  for (std::uint64_t ns : {0ull, 1ull, 7ull, 8ull, 9ull, 15ull, 16ull, 17ull, 100ull, 1'000ull, 4'095ull, 65'537ull}) {
+    const std::uint64_t floor = detail::latency_histogram::bucket_floor(ns);
+    ASSERT_LE(floor, ns);
+    detail::latency_histogram run, each;
+    run.add(ns, ns - floor + 1);
+    for (std::uint64_t v = floor; v <= ns; ++v) each.add(v);
+    for (double q : {0.01, 0.25, 0.5, 0.75, 0.99, 1.0}) EXPECT_EQ(run.quantile(q), each.quantile(q)) << ns << " q " << q;
+    EXPECT_EQ(run.max(), each.max());
+    if (floor > 0) {  // and the run is the whole bucket: one less is in another
+      detail::latency_histogram below;
+      below.add(floor - 1);
+      below.add(floor);
+      EXPECT_LT(below.quantile(0.5), floor) << ns;
+    }
+  }
+  for (std::uint64_t ns : {std::uint64_t{1} << 40, (std::uint64_t{1} << 40) + 123'456'789}) {
+    const std::uint64_t floor = detail::latency_histogram::bucket_floor(ns);
+    EXPECT_EQ(detail::latency_histogram::bucket_floor(floor), floor);
+    EXPECT_LT(detail::latency_histogram::bucket_floor(floor - 1), floor);
+    EXPECT_LE(ns - floor, ns / 8);  // a bucket spans an eighth of its octave
+  }
+}
+
 // --- qsbr: the reclaimer is offline while idle ---------------------------------------------------
 
 struct qitem : registrable<qitem> {
@@ -1012,6 +1038,15 @@ struct items_validated : items {
   bool refuse = false;
   std::latch* entered = nullptr;
   std::latch* gate = nullptr;
+  std::latch* destroy_entered = nullptr;
+  std::latch* destroy_gate = nullptr;
+  void destroy(item* i) noexcept {
+    if (std::latch* g = destroy_gate) {
+      destroy_entered->count_down();
+      g->wait();
+    }
+    items::destroy(i);
+  }
   void validate(item&) {
     if (refuse) throw std::runtime_error("validate: refused");
     if (std::latch* g = gate) {  // read once: the test clears `gate` once this thread entered
@@ -1114,38 +1149,49 @@ TEST_F(async_counting, an_unregister_of_an_object_that_is_not_registered_is_refu
 }
 
 TEST_F(async_counting, a_manual_submitter_blocked_by_the_budget_is_woken_by_the_next_submit) {
-  // T1 has reserved the whole budget and sits in validate (pending: 0, nothing to run); T2's submit
-  // then blocks on the budget. When T1's submit completes it must wake T2, which runs the batch
-  // (manual mode: nobody else will) — else T2 sleeps forever.
+  // c's request fills the budget; T1's submit blocks on it and runs c's batch itself (manual mode),
+  // and T2's blocks too while that batch runs. When it ends, one of them charges its bytes ahead
+  // and sits in validate (pending: 0, nothing to run) while the other sleeps on the budget. When
+  // the first one's submit completes it must wake the other, which runs the batch (manual mode:
+  // nobody else will) — else that one sleeps forever.
   watchdog dog(30s, "a manual submitter blocked by the budget");
   validated_registry reg;
   async_unregister reclaimer(reg, manual({.budget_bytes = sizeof(item)}));
   item* a = add_item(reg, 1);
   item* b = add_item(reg, 2);
-  std::latch entered(1), gate(1);
-  reg.policy<items_validated>().entered = &entered;
-  reg.policy<items_validated>().gate = &gate;
+  item* c = add_item(reg, 3);
+  ASSERT_TRUE(reclaimer.submit(*c));
+  std::latch destroying(1), finish_destroy(1), entered(1), gate(1);
+  auto& policy = reg.policy<items_validated>();
+  policy.destroy_entered = &destroying;
+  policy.destroy_gate = &finish_destroy;
   std::thread t1([&] {
     thread_registration<flavor::memb> r;
     EXPECT_TRUE(reclaimer.submit(*a));
   });
-  entered.wait();
-  reg.policy<items_validated>().gate = nullptr;  // T2's validate (later, after the budget) passes
-  std::atomic<pid_t> t2_tid{0};
+  destroying.wait();  // T1 runs c's batch
+  policy.destroy_gate = nullptr;
+  policy.entered = &entered;
+  policy.gate = &gate;
   std::thread t2([&] {
     thread_registration<flavor::memb> r;
-    t2_tid = gettid();
     EXPECT_TRUE(reclaimer.submit(*b));
   });
-  while (t2_tid.load() == 0 || reclaimer.stats().blocked_now == 0 || thread_state(t2_tid.load()) != 'S')
-    std::this_thread::yield();  // T2 asleep on the budget
+  while (reclaimer.stats().blocked_now < 2) std::this_thread::yield();  // T2 on the budget too
+  finish_destroy.count_down();
+  entered.wait();  // one of them charged ahead, in validate
+  policy.gate = nullptr;
+  // The other asleep on the budget: blocked_now is read under the reclaimer's mutex, which a
+  // blocked submitter holds until it waits (nothing is pending, so it cannot run a batch).
+  while (reclaimer.stats().blocked_now != 1) std::this_thread::yield();
   gate.count_down();
   t1.join();
   t2.join();
   reclaimer.drain();
-  EXPECT_EQ(reclaimer.stats().blocked_submits, 1u);
+  EXPECT_EQ(reclaimer.stats().blocked_submits, 2u);
   EXPECT_FALSE(findable(reg, 1));
   EXPECT_FALSE(findable(reg, 2));
+  EXPECT_FALSE(findable(reg, 3));
 }
 
 /// Poisoned at destroy, freed by the test: a reader that still reaches one reads the poison.

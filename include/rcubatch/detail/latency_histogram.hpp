@@ -18,9 +18,10 @@ namespace rcubatch::detail {
 class latency_histogram {
  public:
   static constexpr unsigned kSub = 8;
-  void add(std::uint64_t ns) noexcept {
-    ++counts_[index_of(ns)];
-    ++total_;
+  /// Counts `count` durations of `ns` (the same bucket).
+  void add(std::uint64_t ns, std::uint64_t count = 1) noexcept {
+    counts_[index_of(ns)] += count;
+    total_ += count;
     max_ = std::max(max_, ns);
   }
   /// The upper bound of the bucket holding the q-quantile (0 < q ≤ 1); 0 when empty.
@@ -35,6 +36,15 @@ class latency_histogram {
     return max_;
   }
   std::uint64_t max() const noexcept { return max_; }
+
+  /// The smallest duration counted in the bucket that holds `ns`: every duration in
+  /// [bucket_floor(ns), ns] falls in that bucket (async_unregister counts a batch's requests a
+  /// bucket at a time with it).
+  static std::uint64_t bucket_floor(std::uint64_t ns) noexcept {
+    if (ns < kSub) return ns;
+    const unsigned octave = 63u - static_cast<unsigned>(__builtin_clzll(ns));
+    return (ns >> (octave - 3)) << (octave - 3);
+  }
 
  private:
   static std::size_t index_of(std::uint64_t ns) noexcept {
