@@ -1,6 +1,6 @@
 // bench/bench_index.cpp — issue 25's index microbench: insert, lookup and remove ns/object for
 // hlist_index, lfht_index and a hand-written liburcu cds_hlist bucket array (the floor, presized,
-// kernel style), at N objects with a busy reader looking keys up in the index being measured.
+// kernel style; and the same floor whose unlink poisons the node as the kernel's does), at N objects with a busy reader looking keys up in the index being measured.
 //
 //   rcubatch_bench_index [--n=10000] [--rounds=15] [--seed=1] [--no-reader]
 //
@@ -50,7 +50,11 @@ using hlist_idx = rcubatch::hlist_index<object, &object::h, rcubatch::key_member
 using lfht_idx = rcubatch::lfht_index<object, &object::l, rcubatch::key_member<&object::key>, F>;
 
 /// The floor: what a kernel-style table costs with nothing around it — presized, no resize, no
-/// checks, the same hash.
+/// checks, the same hash. With PoisonOnUnlink, unlink also stores to the object as the kernel's
+/// hlist_del_rcu does (pprev = LIST_POISON2, what hlist_unhashed and a second delete see; liburcu's
+/// cds_hlist_del_rcu writes only the neighbours): hlist_index's unlink makes one such store
+/// (linked_in_ = nullptr), which a busy reader's copy of the object's line makes costly.
+template <bool PoisonOnUnlink>
 class floor_table {
  public:
   explicit floor_table(std::size_t n) : mask_(std::bit_ceil(n) - 1), heads_(mask_ + 1) {}
@@ -60,24 +64,33 @@ class floor_table {
     cds_hlist_add_head_rcu(&o.floor_node, &heads_[hv & mask_]);
     return true;
   }
-  void unlink(object& o) noexcept { cds_hlist_del_rcu(&o.floor_node); }
+  void unlink(object& o) noexcept {
+    cds_hlist_del_rcu(&o.floor_node);
+    if constexpr (PoisonOnUnlink) CMM_STORE_SHARED(o.floor_node.prev, kPoison);
+  }
   object* find(std::uint64_t key) const noexcept { return find_in(key, hash_(key)); }
 
  private:
   object* find_in(std::uint64_t key, unsigned long hv) const noexcept {
-    for (cds_hlist_node* n = rcu_dereference(heads_[hv & mask_].next); n != nullptr; n = rcu_dereference(n->next)) {
+    // rcu_dereference declares a variable of its argument's type: in this template a const member's would be const.
+    cds_hlist_head* heads = const_cast<cds_hlist_head*>(heads_.data());
+    for (cds_hlist_node* n = rcu_dereference(heads[hv & mask_].next); n != nullptr; n = rcu_dereference(n->next)) {
       object* o = caa_container_of(n, object, floor_node);
       if (o->key == key) return o;
     }
     return nullptr;
   }
+  static inline cds_hlist_node* const kPoison = reinterpret_cast<cds_hlist_node*>(std::uintptr_t{0x122});
   std::size_t mask_;
   std::vector<cds_hlist_head> heads_;
   rcubatch::lfht_hash hash_;
 };
 
-enum variant : int { v_hlist, v_lfht, v_floor, kVariants };
-const char* const kNames[kVariants] = {"hlist_index", "lfht_index", "floor"};
+using bare_floor = floor_table<false>;
+using poison_floor = floor_table<true>;
+
+enum variant : int { v_hlist, v_lfht, v_floor, v_poison_floor, kVariants };
+const char* const kNames[kVariants] = {"hlist_index", "lfht_index", "floor", "floor+poison"};
 
 /// What the reader is looking in; swapped by the writer between phases, with a grace period
 /// before the old structure goes away.
@@ -110,7 +123,8 @@ void reader_loop(active_set& a, std::uint64_t key_range) {
       if (t == nullptr) break;
       if (w == v_hlist) o = static_cast<const hlist_idx*>(t)->find(k);
       else if (w == v_lfht) o = static_cast<const lfht_idx*>(t)->find(k);
-      else if (w == v_floor) o = static_cast<const floor_table*>(t)->find(k);
+      else if (w == v_floor) o = static_cast<const bare_floor*>(t)->find(k);
+      else if (w == v_poison_floor) o = static_cast<const poison_floor*>(t)->find(k);
       hits += o != nullptr;
       ++done;
     }
@@ -191,11 +205,11 @@ int main(int argc, char** argv) {
   if (reader) r = std::thread(reader_loop, std::ref(a), 2 * static_cast<std::uint64_t>(n));
 
   std::vector<phases> res[kVariants];
-  std::vector<double> ratio_floor[3], ratio_lfht[3];
+  std::vector<double> ratio_floor[3], ratio_lfht[3], ratio_poison_remove;
   for (int round = 0; round < rounds; ++round) {
     std::shuffle(order.begin(), order.end(), rng);
     std::shuffle(remove_order.begin(), remove_order.end(), rng);
-    int vs[kVariants] = {v_hlist, v_lfht, v_floor};
+    int vs[kVariants] = {v_hlist, v_lfht, v_floor, v_poison_floor};
     std::shuffle(std::begin(vs), std::end(vs), rng);
     phases got[kVariants];
     for (int v : vs) {
@@ -206,8 +220,11 @@ int main(int argc, char** argv) {
       } else if (v == v_lfht) {
         lfht_idx t;  // 16 buckets, lfht_growth::on_add
         got[v] = run_one(t, v, objs, order, remove_order, a);
+      } else if (v == v_floor) {
+        bare_floor t(n);  // presized
+        got[v] = run_one(t, v, objs, order, remove_order, a);
       } else {
-        floor_table t(n);  // presized
+        poison_floor t(n);
         got[v] = run_one(t, v, objs, order, remove_order, a);
       }
       res[v].push_back(got[v]);
@@ -216,6 +233,7 @@ int main(int argc, char** argv) {
     ratio_floor[0].push_back(h.insert / got[v_floor].insert);
     ratio_floor[1].push_back(h.lookup / got[v_floor].lookup);
     ratio_floor[2].push_back(h.remove / got[v_floor].remove);
+    ratio_poison_remove.push_back(h.remove / got[v_poison_floor].remove);
     ratio_lfht[0].push_back(h.insert / got[v_lfht].insert);
     ratio_lfht[1].push_back(h.lookup / got[v_lfht].lookup);
     ratio_lfht[2].push_back(h.remove / got[v_lfht].remove);
@@ -239,5 +257,7 @@ int main(int argc, char** argv) {
               median(ratio_floor[0]), median(ratio_floor[1]), median(ratio_floor[2]));
   std::printf("hlist_index/lfht_index:                         insert %.2f  lookup %.2f  remove %.2f\n",
               median(ratio_lfht[0]), median(ratio_lfht[1]), median(ratio_lfht[2]));
+  std::printf("hlist_index/floor+poison (the kernel's hlist_del_rcu store):              remove %.2f\n",
+              median(ratio_poison_remove));
   return 0;
 }

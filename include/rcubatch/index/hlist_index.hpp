@@ -96,7 +96,8 @@
 // and one store to the object itself (linked_in_ = nullptr, which holds(), the register_twice
 // check and a second unlink rely on): with a reader busy on the same objects that store costs an
 // unlink 3.5-4.6x a bare cds_hlist_del_rcu's time at 10,000 objects, against 1.4-1.6x without it
-// (2.5-2.8x with the field padded onto a line of its own; bench/RESULTS.md, 2026-12-03).
+// and 1.1x a cds_hlist_del_rcu followed by the one store the kernel's hlist_del_rcu also makes to
+// the object (pprev = LIST_POISON2; bench/bench_index.cpp's floor+poison; bench/RESULTS.md, 2026-12-03).
 // Measured in bench/bench_index.cpp (see bench/RESULTS.md).
 #pragma once
 
