@@ -283,6 +283,52 @@ TYPED_TEST(hlist_index_test, resize_rounds_up_within_min_and_max_and_keeps_every
   for (auto& s : this->arena_.all) index.unlink(*s);
 }
 
+TYPED_TEST(hlist_index_test, reserve_makes_room_for_a_bulk_add_with_no_growth_and_never_shrinks) {
+  name_index<TypeParam> index;  // 16 buckets, grows 4x
+  for (int i = 0; i < 10; ++i) this->arena_.make_linked(index, "v" + std::to_string(i), i);
+  index.reserve(1000);
+  EXPECT_EQ(index.buckets(), 1024u) << "the power of two at or above the count";
+  EXPECT_EQ(index.resizes(), 1u);
+  for (int i = 10; i < 1000; ++i) this->arena_.make_linked(index, "v" + std::to_string(i), i);
+  EXPECT_EQ(index.resizes(), 1u) << "1,000 objects fit: no growth while they are added";
+  index.reserve(10);
+  EXPECT_EQ(index.buckets(), 1024u) << "reserve never shrinks";
+  EXPECT_EQ(index.resizes(), 1u);
+  for (int i = 0; i < 1000; ++i) ASSERT_NE(find_in_guard(index, "v" + std::to_string(i)), nullptr);
+  index.reclaim();
+  for (auto& s : this->arena_.all) ASSERT_TRUE(index.unlink(*s));
+}
+
+TYPED_TEST(hlist_index_test, reserve_stops_at_max_buckets) {
+  name_index<TypeParam> index(hlist_options{.max_buckets = 64});
+  index.reserve(1000);
+  EXPECT_EQ(index.buckets(), 64u);
+  index.reserve(1000);
+  EXPECT_EQ(index.resizes(), 1u) << "at max_buckets already: nothing to do";
+  index.reclaim();
+}
+
+TYPED_TEST(hlist_index_test, prefetch_add_changes_nothing_before_or_during_a_resize) {
+  name_index<TypeParam> index(hlist_options{.grow_factor = 2});
+  for (int i = 0; i < 16; ++i) this->arena_.make_linked(index, "f" + std::to_string(i), i);
+  session& loose = this->arena_.make("loose", 100);
+  index.prefetch_add(loose);
+  index.prefetch_add(*this->arena_.all[3]);
+  EXPECT_EQ(index.size(), 16u);
+  EXPECT_FALSE(index.holds(loose));
+  EXPECT_EQ(find_in_guard(index, std::string("loose")), nullptr);
+  this->arena_.make_linked(index, "f16", 16);  // the 17th add starts a growth
+  ASSERT_TRUE(index.resizing());
+  index.prefetch_add(loose);  // the bucket in the newest table
+  EXPECT_EQ(index.size(), 17u);
+  EXPECT_FALSE(index.holds(loose));
+  ASSERT_TRUE(index.add_unique(loose)) << "a prefetched object adds as any other";
+  EXPECT_EQ(find_in_guard(index, std::string("loose")), &loose);
+  index.resize(64);
+  index.reclaim();
+  for (auto& s : this->arena_.all) index.unlink(*s);
+}
+
 TYPED_TEST(hlist_index_test, reclaim_inside_a_read_section_is_diagnosed) {
   name_index<TypeParam> index;
   for (int i = 0; i < 40; ++i) this->arena_.make_linked(index, "c" + std::to_string(i), i);

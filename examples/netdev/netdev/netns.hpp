@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -53,6 +54,26 @@ class netns {
   /// replaced once there are 8 or more (one grace period; hlist_index on a run-time flavor frees
   /// them only when asked).
   void grow_indexes();
+  /// Writer: makes room in both indexes for `more` devices beyond those published, so that adding
+  /// them grows no table (hlist_index::reserve) — for a command that states its count (modprobe
+  /// dummy numdummies=N). A hint: if the bigger tables cannot be allocated, nothing changes and
+  /// the indexes grow as they fill.
+  void reserve_devices(std::size_t more) noexcept;
+  /// For a bulk create, a few devices ahead of publish(dev): starts loading the lines of `dev`
+  /// that publishing reads and writes (its state, name, index hooks and list node). Changes nothing.
+  static void prefetch_device(const net_device& dev) noexcept {
+    constexpr std::uintptr_t kLine = 64;
+    const auto end = reinterpret_cast<std::uintptr_t>(&dev.list_node + 1);
+    for (auto line = reinterpret_cast<std::uintptr_t>(&dev) & ~(kLine - 1); line < end; line += kLine)
+      __builtin_prefetch(reinterpret_cast<const void*>(line), 1);
+  }
+  /// Writer, for a bulk create, a few devices ahead of publish(dev) and after prefetch_device(dev)
+  /// has had time to bring its name in: starts loading the index buckets publish(dev) will write
+  /// (hlist_index::prefetch_add; hashes the name). Changes nothing.
+  void prefetch_publish(const net_device& dev) const noexcept {
+    by_name_.prefetch_add(dev);
+    by_index_.prefetch_add(dev);
+  }
   /// Writer: unpublishes `dev` from the list and both hashes (the batch's unlist phase).
   /// Requires: a read-side section, as for publish.
   void unpublish(net_device& dev) noexcept;
@@ -79,6 +100,8 @@ class netns {
   unsigned users() const noexcept { return users_.load(std::memory_order_acquire); }
 
   std::size_t device_count() const noexcept { return by_index_.size(); }
+  /// Resizes the name and ifindex indexes have started (grown, shrunk, reserved), both together.
+  std::size_t index_resizes() const noexcept { return by_name_.resizes() + by_index_.resizes(); }
   fib& routes() noexcept { return fib_; }
   const fib& routes() const noexcept { return fib_; }
   tunnel_table& tunnels(link_kind k) noexcept { return k == link_kind::gre ? gre_ : ipip_; }

@@ -11,12 +11,37 @@
 #include <string>
 #include <vector>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 #include "netsim/options.hpp"
 #include "netsim/script.hpp"
 #include "netsim/seed_table.hpp"
 #include "netsim/session.hpp"
 
 namespace {
+
+/// Keeps the memory netsim has used mapped, as the kernel's allocators do for a real registry.
+///
+/// The kernel allocates net_devices and hash tables in its direct map: memory it has used once
+/// stays mapped (a slab cache keeps its pages; the page allocator hands out pages that are
+/// mapped already), so registering a device never takes a page fault. glibc by default gives the
+/// top of the heap back to the kernel whenever more than M_TRIM_THRESHOLD (128 KiB, raised by
+/// its frees of mmapped chunks up to 64 MiB) is free, and serves chunks over M_MMAP_THRESHOLD
+/// (128 KiB up to 32 MiB, the same dynamic rule) from fresh mappings it unmaps on free. A netsim
+/// process that builds and tears down registries — `seed-table` runs every experiment on a fresh
+/// registry ten times — then faulted the ~45 MB of 100,000 new dummies and their index tables in
+/// again at every run: 0.117 faults per device, about half the per-device time of the creation
+/// (examples/netdev/RESULTS.md, 2026-12-03 "create 100,000 vs 1,000"). Fixed thresholds (which
+/// also turn the dynamic rule off) keep freed memory in the heap for the next registry: a
+/// creation faults only where the process has never been as large before.
+void keep_freed_memory() noexcept {
+#if defined(__GLIBC__)
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);  // glibc's maximum: chunks up to 32 MiB (a 4M-bucket table) from the heap
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);   // give back only past 1 GiB free
+#endif
+}
 
 void print_json(const netsim::session_result& r, const netsim::run_options& c) {
   std::printf(
@@ -62,6 +87,7 @@ int run(const netsim::run_options& c) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  keep_freed_memory();
   std::string scripts_dir = NETSIM_SCRIPTS_DIR;
   if (std::ifstream probe(scripts_dir + "/smoke.batch"); !probe) scripts_dir = NETSIM_INSTALLED_SCRIPTS_DIR;
   netsim::command_line c;

@@ -214,4 +214,19 @@ TEST(registry, ten_thousand_down_dummies_unload_with_one_grace_period_batched_an
   }
 }
 
+TEST(registry, module_load_dummy_presizes_the_device_indexes_instead_of_growing_them) {
+  rcubatch::thread_registration<flavor> registration;
+  registry reg(netdev::unreg_mode::batched);
+  // 20,000 devices from 4,096 buckets: growing by 4 would resize each index twice (16,384 and
+  // 65,536 buckets); the count is known, so each is resized once, before the first add.
+  ASSERT_TRUE(reg.module_load_dummy(20'000).ok());
+  EXPECT_EQ(reg.init_net().index_resizes(), 2u) << "one resize per index (names, ifindexes)";
+  rcubatch::read_guard<flavor> guard;
+  for (int i = 0; i < 20'000; i += 997) {
+    const netdev::net_device* d = reg.init_net().lookup_name("dummy" + std::to_string(i));
+    ASSERT_NE(d, nullptr);
+    EXPECT_EQ(reg.init_net().lookup_index(d->ifindex), d);
+  }
+}
+
 }  // namespace

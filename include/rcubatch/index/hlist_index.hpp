@@ -361,6 +361,15 @@ class hlist_index {
     return true;
   }
 
+  /// Writer side, for a bulk add: starts loading the bucket head an add of obj will write, so that
+  /// a writer adding many objects can ask for the line of the add a few objects ahead and have it
+  /// by then (the bucket heads of a large table are cold: one miss per add otherwise). Reads
+  /// obj's key (hashes it); changes nothing. Requires: the caller serializes writers.
+  void prefetch_add(const T& obj) const noexcept {
+    const unsigned long hv = hash_(key_of_(obj));
+    __builtin_prefetch(&newest_->heads()[hv & newest_->mask], 1);
+  }
+
   /// Effects: true when obj is linked in this index. Writer side. Complexity: O(1), no lookup.
   bool holds(const T& obj) const noexcept { return (obj.*Hook).linked_in_ == this; }
   /// Same as holds (lfht_index's spelling).
@@ -376,6 +385,16 @@ class hlist_index {
     if (n == newest_->buckets()) return;
     start_migration(n);
     finish_migration();
+  }
+
+  /// Effects: room for `objects` linked objects with no growth on the way: if that is more than
+  /// the newest table's bucket count, resize(objects) (the power of two at or above it, within
+  /// max_buckets); never shrinks. For a writer that knows how many adds are coming (a bulk
+  /// create): filling with growth by 4 moves about a third of the entries again, each move a cold
+  /// line at a large size. Requires and Throws: as resize. Complexity: O(size() + objects) when
+  /// it resizes, O(1) otherwise.
+  void reserve(std::size_t objects) {
+    if (objects > newest_->buckets() && clamp(std::bit_ceil(objects)) > newest_->buckets()) resize(objects);
   }
 
   /// Requires: outside read sections of Flavor (misuse blocking_in_read_section, nothing done).
