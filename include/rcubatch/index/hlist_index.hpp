@@ -91,7 +91,8 @@
 // says the same).
 //
 // Cost: a find is one hash, one acquire load of the table, one bucket walk comparing cached
-// hashes (the key is compared only on an equal hash), and one more load of `future`; with
+// hashes (the key is compared only on an equal hash; an arithmetic key is compared alone), and
+// one more load of `future` when the walk misses; with
 // checks on, one thread-local read. An unlink is cds_hlist_del_rcu plus the migration check,
 // and one store to the object itself (linked_in_ = nullptr, which holds(), the register_twice
 // check and a second unlink rely on): with a reader busy on the same objects that store costs an
@@ -598,7 +599,13 @@ class hlist_index {
            n = detail::hlist_load_link(n->next)) {
         annotate_subscribe(n);  // pairs with annotate_publish in link() and swap_in()
         hlist_hook<T>* h = hook_of(n);
-        if (h->hash_ == hv && equal_(key_of_(*owner_of(h)), key)) [[likely]]
+        if constexpr (std::is_arithmetic_v<key_type> && std::is_arithmetic_v<K>) {
+          // A number compares as cheaply as its cached hash: compare it alone, as the kernel's
+          // ifindex chain does (the hash first made a find 1.23-1.31x the floor at 10^4, against
+          // 1.15-1.17x; bench_index, 2026-12-03).
+          if (equal_(key_of_(*owner_of(h)), key)) [[likely]]
+            return owner_of(h);
+        } else if (h->hash_ == hv && equal_(key_of_(*owner_of(h)), key)) [[likely]]
           return owner_of(h);
       }
       cmm_smp_rmb();  // as in for_each_table
