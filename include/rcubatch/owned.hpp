@@ -257,8 +257,21 @@ void unlink_from_owner(typename Rel::child_type& c) noexcept {
     parent.refs().put();  // a notify queued it: that edge orders the destroys (first edge wins)
 }
 
+/// Requires: the writer lock; successor is not added yet. Effects: the successor of old (the object
+/// registry::replace and registry::replace_with_children put in old's place) names old's parent
+/// when it names none itself and old is linked in that parent's list: it takes old's place there
+/// too (link_to_owner links it once it is published; old leaves at its batch's unlist). One
+/// definition for both replaces, so a parent that is itself owned (A owns B owns C: B replaced
+/// with its children) keeps its new version in its owner's list. Misuse: as owner_hook::set_parent.
+template <class Rel>
+void inherit_owner(typename Rel::child_type& old, typename Rel::child_type& successor) {
+  auto& hook = Rel::hook_of(successor);
+  const auto& old_hook = Rel::hook_of(old);
+  if (hook.parent() == nullptr && old_hook.is_linked()) hook.set_parent(*old_hook.parent());
+}
+
 /// Requires: the writer lock; c is published and about to be marked registered; its parent was
-/// checked by owner_refusal. Effects: links c at the tail of its parent's list.
+/// checked by the registry (owner_accepts). Effects: links c at the tail of its parent's list.
 template <class Rel>
 void link_to_owner(typename Rel::child_type& c) noexcept {
   if (typename Rel::parent_type* const p = Rel::hook_of(c).parent()) Rel::list_of(*p).push_back(c);
