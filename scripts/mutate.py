@@ -226,6 +226,9 @@ MUTANTS = [
      ow("a_child_replaced_alone_takes_its_place_in_the_parents_list|"
         "a_stream_replaced_with_its_chunks_is_destroyed_with_its_session|"
         "a_replace_with_children_whose_owner_is_going_away_is_refused_with_nothing_changed")),
+    ("owner_hook_parent_without_owning_not_refused", OW,  # 34.3
+     "    return registrable_access::named_as_owner(base_of(obj));", "    return false && base_of(obj).state() == reg_state::registered;",
+     ow("a_parent_named_by_an_owner_hook_whose_policy_owns_nothing_is_refused_before_anything_changes")),
     ("refused_unregister_not_reported", RG,  # 34.7
      "    if (q.refused_ > 0 && q.size() == 0) {", "    if (false) {",
      rg("a_second_unregister_of_the_same_object_under_report_is_refused_and_says_so")),

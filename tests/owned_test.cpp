@@ -558,6 +558,67 @@ TEST_F(owned, a_replace_with_children_whose_owner_is_going_away_is_refused_with_
   EXPECT_EQ(g_order.parent_before_child.load(), 0);
 }
 
+// --- an owner_hook whose parent's policy owns nothing (issue 34) ---------------------------------
+
+/// The same session and stream types, in a registry whose session policy forgot owning<>.
+struct sessions_owning_nothing : indexed<session, session_ids> {
+  int destroyed = 0;
+  void destroy(session* s) noexcept {
+    ++destroyed;
+    delete s;
+  }
+};
+struct streams_owned_by_nobody : indexed<stream, stream_ids> {
+  void destroy(stream* st) noexcept { delete st; }
+};
+
+TEST_F(owned, a_parent_named_by_an_owner_hook_whose_policy_owns_nothing_is_refused_before_anything_changes) {
+  using forgetful = basic_registry<CF, std::mutex, sessions_owning_nothing, streams_owned_by_nobody>;
+  forgetful t;
+  auto* s = new session(1);
+  ASSERT_TRUE(t.add(*s));
+  auto* st = new stream(8);
+  st->owner.set_parent(*s);
+  ASSERT_TRUE(t.add(*st));  // published, but in no list: no relation names streams here
+  const auto refused_text = [](const std::string& what) {
+    return what.find("declares no rcubatch::owning<&Parent::list>") != std::string::npos;
+  };
+  try {
+    t.unregister(*s);
+    ADD_FAILURE() << "tearing down a parent its children still name must be refused";
+  } catch (const misuse_error& e) {
+    EXPECT_EQ(e.kind(), misuse_kind::not_in_batch);
+    EXPECT_TRUE(refused_text(e.what())) << e.what();
+  }
+  {
+    misuse_capture cap;
+    scoped_misuse_policy p(misuse_policy::report, cap);
+    EXPECT_TRUE(t.unregister(*s).refused);
+    EXPECT_EQ(t.try_unregister<session_ids>(std::uint64_t{1}).status, unregister_status::refused);
+    async_unregister reclaimer(t, async_options{.mode = reclaim_mode::manual});
+    EXPECT_FALSE(reclaimer.submit(*s));
+    EXPECT_EQ(cap.calls, 3);
+    EXPECT_EQ(cap.last_kind, misuse_kind::not_in_batch);
+    EXPECT_TRUE(refused_text(cap.last_message)) << cap.last_message;
+  }
+  EXPECT_EQ(s->state(), reg_state::registered);
+  EXPECT_EQ(t.policy<sessions_owning_nothing>().destroyed, 0) << "not destroyed under its stream";
+  EXPECT_EQ(CF::synchronizes(), 0u) << "no batch ran";
+  {
+    read_guard<flavor::memb> guard;
+    EXPECT_EQ(t.find<session_ids>(guard, std::uint64_t{1}), s);
+    EXPECT_EQ(t.find<stream_ids>(guard, std::uint64_t{8}), st);
+  }
+  // The stream goes alone; the session stays refused by this registry (an owner_hook named it),
+  // so the test takes it down with the primitives, under the registry's lock.
+  EXPECT_EQ(t.unregister(*st).objects, 1u);
+  std::scoped_lock lock(t.writer_lock());
+  unreg_queue<session> q;
+  ASSERT_TRUE(q.push(*s));
+  EXPECT_EQ(rollback_many(q, t.policy<sessions_owning_nothing>(), t.domain()).objects, 1u);
+  EXPECT_EQ(t.policy<sessions_owning_nothing>().destroyed, 1);
+}
+
 // --- bulk replace on hlist_index (issue 34): a zone and its records ------------------------------
 
 struct zone;

@@ -432,12 +432,19 @@ class basic_registry {
         ++refused_;
         return false;
       }
-      if (registry_->template owns<k>(static_cast<object_at<k>&>(obj))) [[likely]]
-        return true;
-      q.remove(obj);
-      registry_->report_wrong_registry("registry::unregister");
-      ++refused_;
-      return false;
+      if (!registry_->template owns<k>(static_cast<object_at<k>&>(obj))) [[unlikely]] {
+        q.remove(obj);
+        registry_->report_wrong_registry("registry::unregister");
+        ++refused_;
+        return false;
+      }
+      if (registry_->template children_left_behind<k>(obj)) [[unlikely]] {
+        q.remove(obj);
+        report_children_left_behind("registry::unregister");
+        ++refused_;
+        return false;
+      }
+      return true;
     }
     /// Effects: the queue of objects of type T (a compile error if no policy handles T). O(1).
     template <class T>
@@ -938,6 +945,22 @@ class basic_registry {
     }
     const detail::combiner_slot::entry entered(combiner_);
     return entered.attached() != nullptr && std::forward<Call>(call)(*entered.attached());
+  }
+
+  /// Whether obj (of slot K) was named as parent by an owner_hook while its policy here owns no
+  /// children (owned.hpp: detail::children_left_behind): checked wherever an object is queued
+  /// for teardown, before anything changes.
+  template <std::size_t K, class U>
+  static bool children_left_behind(U& obj) noexcept {
+    return detail::children_left_behind<std::tuple_element_t<K, std::tuple<Policies...>>>(
+        static_cast<object_at<K>&>(obj));
+  }
+  static void report_children_left_behind(const char* what) {
+    detail::diag_text msg(what);
+    msg += ": an owner_hook names the object as its parent, but its policy in this registry declares no "
+           "rcubatch::owning<&Parent::list>: its batch would destroy it while its children stay indexed and "
+           "point at it; add owning<> for the children's list to the parent's policy (nothing was changed)";
+    detail::diagnose(misuse_kind::not_in_batch, msg.view());
   }
 
   void report_wrong_registry(const char* what) const {
