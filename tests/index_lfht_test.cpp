@@ -164,14 +164,9 @@ TYPED_TEST(lfht_index_test, replace_swaps_in_the_new_object_under_the_same_key) 
 }
 
 TYPED_TEST(lfht_index_test, a_walk_after_a_replace_in_a_shared_chain_and_each_unlink_finds_only_what_is_linked) {
-  // Every object in one chain; each position replaced in turn, the new object unlinked last, then first.
   using one_chain = lfht_index<session, &session::by_name, key_member<&session::name>, TypeParam, test::one_chain_hash,
                                 std::equal_to<>>;
-  for (bool new_one_first : {false, true})
-    for (std::size_t replaced = 0; replaced < 5; ++replaced) {
-      SCOPED_TRACE(::testing::Message() << "replaced #" << replaced << (new_one_first ? ", unlinked first" : ""));
-      test::replace_in_one_chain_then_unlink_all<one_chain>(this->arena_, replaced, new_one_first);
-    }
+  test::replace_at_each_position_in_one_chain<one_chain>(this->arena_);
 }
 
 TYPED_TEST(lfht_index_test, add_or_replace_returns_the_object_it_displaced) {

@@ -53,6 +53,7 @@ struct stream : registrable<stream> {
   explicit stream(std::uint64_t i) : id(i) {}
   std::uint64_t id;
   lfht_hook<stream> by_id;
+  hlist_hook<stream> by_id_hlist;  // for the registry on hlist_index
   owner_hook<session> owner;
   owned_list<chunk, &chunk::owner> chunks;
   std::atomic<int> alive_chunks{0};
@@ -62,6 +63,7 @@ struct session : registrable<session> {
   explicit session(std::uint64_t i) : id(i) {}
   std::uint64_t id;
   lfht_hook<session> by_id;
+  hlist_hook<session> by_id_hlist;  // for the registry on hlist_index
   owned_list<stream, &stream::owner> streams;
   std::atomic<int> alive_streams{0};
   std::atomic<std::uint64_t> poison{kAlive};  // decremented by each stream's destroy: 0 when the session's destroy runs
@@ -619,69 +621,57 @@ TEST_F(owned, a_parent_named_by_an_owner_hook_whose_policy_owns_nothing_is_refus
   EXPECT_EQ(t.policy<sessions_owning_nothing>().destroyed, 1);
 }
 
-// --- bulk replace on hlist_index (issue 34): a zone and its records ------------------------------
+// --- bulk replace on hlist_index (issue 34) ------------------------------------------------------
 
-struct zone;
-struct record : registrable<record> {
-  explicit record(std::uint64_t i) : id(i) {}
-  std::uint64_t id;
-  hlist_hook<record> by_id;
-  owner_hook<zone> owner;
-};
-struct zone : registrable<zone> {
-  explicit zone(std::uint64_t i) : id(i) {}
-  std::uint64_t id;
-  hlist_hook<zone> by_id;
-  owned_list<record, &record::owner> records;
-};
-using zone_ids = hlist_index<zone, &zone::by_id, key_member<&zone::id>, flavor::memb>;
-using record_ids = hlist_index<record, &record::by_id, key_member<&record::id>, flavor::memb>;
-struct zone_policy : indexed<zone, zone_ids>, owning<&zone::records> {
+using session_hids = hlist_index<session, &session::by_id_hlist, key_member<&session::id>, flavor::memb>;
+using stream_hids = hlist_index<stream, &stream::by_id_hlist, key_member<&stream::id>, flavor::memb>;
+/// Sessions and streams on hlist_index only (the index the README recommends for registries).
+struct hlist_sessions : indexed<session, session_hids>, owning<&session::streams> {
   int destroyed = 0;
-  void destroy(zone* z) noexcept {
+  void destroy(session* s) noexcept {
     ++destroyed;
-    delete z;
+    delete s;
   }
 };
-struct record_policy : indexed<record, record_ids> {
+struct hlist_streams : indexed<stream, stream_hids> {
   int destroyed = 0;
-  void destroy(record* r) noexcept {
+  void destroy(stream* st) noexcept {
     ++destroyed;
-    delete r;
+    delete st;
   }
 };
 
-TEST_F(owned, a_zone_on_hlist_indexes_is_replaced_with_its_records) {
-  basic_registry<CF, std::mutex, zone_policy, record_policy> t;
-  auto* v1 = new zone(1);
+TEST_F(owned, a_session_on_hlist_indexes_is_replaced_with_its_streams) {
+  basic_registry<CF, std::mutex, hlist_sessions, hlist_streams> t;
+  auto* v1 = new session(1);
   ASSERT_TRUE(t.add(*v1));
   for (std::uint64_t k = 0; k < 100; ++k) {
-    auto* r = new record(k);
-    r->owner.set_parent(*v1);
-    ASSERT_TRUE(t.add(*r));
+    auto* st = new stream(k);
+    st->owner.set_parent(*v1);
+    ASSERT_TRUE(t.add(*st));
   }
-  auto* v2 = new zone(1);
-  std::vector<record*> fresh;
-  for (std::uint64_t k = 1; k <= 100; ++k) fresh.push_back(new record(k));  // 0 goes, 100 comes
+  auto* v2 = new session(1);
+  std::vector<stream*> fresh;
+  for (std::uint64_t k = 1; k <= 100; ++k) fresh.push_back(new stream(k));  // 0 goes, 100 comes
   CF::reset();
   const replace_result r = t.replace_with_children(*v1, *v2, fresh);
   ASSERT_TRUE(r);
   EXPECT_EQ(r.swapped, 99u);
   EXPECT_EQ(r.added, 1u);
-  EXPECT_EQ(r.stats.objects, 101u) << "the old zone and its 100 records";
+  EXPECT_EQ(r.stats.objects, 101u) << "the old session and its 100 streams";
   EXPECT_EQ(CF::synchronizes(), 2u);
-  EXPECT_EQ(v2->records.size(), 100u);
+  EXPECT_EQ(v2->streams.size(), 100u);
   {
     read_guard<flavor::memb> guard;
-    EXPECT_EQ(t.find<zone_ids>(guard, std::uint64_t{1}), v2);
-    EXPECT_EQ(t.find<record_ids>(guard, std::uint64_t{0}), nullptr);
-    EXPECT_EQ(t.find<record_ids>(guard, std::uint64_t{1}), fresh[0]);
-    EXPECT_EQ(t.find<record_ids>(guard, std::uint64_t{100}), fresh.back());
+    EXPECT_EQ(t.find<session_hids>(guard, std::uint64_t{1}), v2);
+    EXPECT_EQ(t.find<stream_hids>(guard, std::uint64_t{0}), nullptr);
+    EXPECT_EQ(t.find<stream_hids>(guard, std::uint64_t{1}), fresh[0]);
+    EXPECT_EQ(t.find<stream_hids>(guard, std::uint64_t{100}), fresh.back());
   }
   EXPECT_EQ(t.unregister(*v2).objects, 101u);
-  EXPECT_EQ(t.policy<zone_policy>().destroyed, 2);
-  EXPECT_EQ(t.policy<record_policy>().destroyed, 200);
-  EXPECT_TRUE(t.index<record_ids>().empty());
+  EXPECT_EQ(t.policy<hlist_sessions>().destroyed, 2);
+  EXPECT_EQ(t.policy<hlist_streams>().destroyed, 200);
+  EXPECT_TRUE(t.index<stream_hids>().empty());
 }
 
 }  // namespace

@@ -121,4 +121,15 @@ void replace_in_one_chain_then_unlink_all(session_arena<Session>& arena, std::si
   }
 }
 
+/// replace_in_one_chain_then_unlink_all for each of the five positions, the new object unlinked
+/// last, then first.
+template <class Index, class Session>
+void replace_at_each_position_in_one_chain(session_arena<Session>& arena) {
+  for (bool new_one_first : {false, true})
+    for (std::size_t replaced = 0; replaced < 5; ++replaced) {
+      SCOPED_TRACE(::testing::Message() << "replaced #" << replaced << (new_one_first ? ", unlinked first" : ""));
+      replace_in_one_chain_then_unlink_all<Index>(arena, replaced, new_one_first);
+    }
+}
+
 }  // namespace rcubatch::test
