@@ -56,6 +56,8 @@ RB = "include/rcubatch/registrable.hpp"
 WL = "include/rcubatch/detail/writer_lock.hpp"
 RT = "include/rcubatch/ref_tracker.hpp"
 SR = "include/rcubatch/sharded_refs.hpp"
+OW = "include/rcubatch/owned.hpp"
+HL = "include/rcubatch/index/hlist_index.hpp"
 DRAIN = ("ref_drain_test", r"^ref_drain\.")
 TRACK = ("ref_tracker_test", r"^ref_tracker\.")
 SHARD = ("sharded_refs_test", r"^sharded_refs\.")
@@ -68,6 +70,11 @@ GP2_CALL = "    if (needs_grace_period_2(unlinked)) grace_period_2();"
 def au(regex):
     """A test of tests/async_unregister_test.cpp (the async_counting fixture) by its whole name."""
     return ("async_unregister_test", r"^async_unregister\.async_counting\.(" + regex + ")$")
+
+
+def ow(regex):
+    """A test of tests/owned_test.cpp (the owned fixture) by its whole name."""
+    return ("owned_test", r"^owned\.owned\.(" + regex + ")$")
 
 
 def rg(regex):
@@ -178,7 +185,7 @@ MUTANTS = [
      "lock_offline<Flavors>(lock_);", "lock_.lock();",
      ("rcubatch_qsbr_writers", r"^stress\.qsbr_writers$")),
     ("wrong_registry_not_checked_at_push", RG,
-     "if (registry_->template owns<k>(static_cast<object_at<k>&>(obj))) [[likely]]", "if (true) [[likely]]",
+     "if (!registry_->template owns<k>(static_cast<object_at<k>&>(obj))) [[unlikely]]", "if (false) [[unlikely]]",
      rg("an_object_of_another_registry_is_refused_with_nothing_changed")),
     ("drain_holds_writer_lock_by_default", RG,
      "return hold_lock_through_drain ? lock_release::never : lock_release::drain_only;",
@@ -208,6 +215,26 @@ MUTANTS = [
     # mutant (its death-test child, under report, still dies after printing the same message).
     ("missing_lane_left_out", BA, MISSING_LANE_FATAL, MISSING_LANE_LEFT_OUT,
      rg("a_cascade_to_a_type_without_a_lane_is_fatal_before_its_parent_is_destroyed")),
+    # Issue 34: the seams between features.
+    ("owned_parent_replaced_with_children_left_out_of_its_list", RG,  # 34.1, the call replace_family adds
+     "    link_owned(new_p);\n    new_p.mark_registered();", "    new_p.mark_registered();",
+     ow("a_stream_replaced_with_its_chunks_is_destroyed_with_its_session|"
+        "a_chunk_replaced_with_its_pieces_four_levels_down_is_destroyed_with_its_session")),
+    ("successor_does_not_inherit_its_owner", OW,  # 34.1, the one path replace and replace_with_children share
+     "  if (hook.parent() == nullptr && old_hook.is_linked()) hook.set_parent(*old_hook.parent());",
+     "  (void)old_hook;",
+     ow("a_child_replaced_alone_takes_its_place_in_the_parents_list|"
+        "a_stream_replaced_with_its_chunks_is_destroyed_with_its_session|"
+        "a_replace_with_children_whose_owner_is_going_away_is_refused_with_nothing_changed")),
+    ("owner_hook_parent_without_owning_not_refused", OW,  # 34.3
+     "    return registrable_access::named_as_owner(base_of(obj));", "    return false && base_of(obj).state() == reg_state::registered;",
+     ow("a_parent_named_by_an_owner_hook_whose_policy_owns_nothing_is_refused_before_anything_changes")),
+    ("refused_unregister_not_reported", RG,  # 34.7
+     "    if (q.refused_ > 0 && q.size() == 0) {", "    if (false) {",
+     rg("a_second_unregister_of_the_same_object_under_report_is_refused_and_says_so")),
+    ("hlist_replace_leaves_successor_back_pointer", HL,  # 34.9: the successor's prev still leads into old
+     "    if (old->next != nullptr) old->next->prev = &h.node_;\n", "",
+     ("index_hlist_test", r"^index_hlist\.hlist_index_test\.a_walk_after_a_replace_in_a_shared_chain")),
 ]
 
 

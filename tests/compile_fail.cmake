@@ -28,7 +28,8 @@ set(_cases
   derived_pushed_as_base_without_virtual_destructor   "queued as T, and T has no virtual destructor"
   two_lanes_of_one_type                               "each object type may have one lane only"
   pending_bytes_non_const                             "member `pending_bytes` cannot be called as"
-  owned_child_without_policy                          "owns children \\(rcubatch::owning<&Parent::list>\\) of a type that no policy")
+  owned_child_without_policy                          "owns children \\(rcubatch::owning<&Parent::list>\\) of a type that no policy"
+  replace_with_children_without_key_of                "its first index needs `key_of\\(const T&\\)` and `T\\* find_locked")
 while(_cases)
   list(POP_FRONT _cases _name _message)
   rcubatch_add_compile_fail_test(${_name} "${_message}")

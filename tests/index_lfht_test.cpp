@@ -163,6 +163,12 @@ TYPED_TEST(lfht_index_test, replace_swaps_in_the_new_object_under_the_same_key) 
   EXPECT_TRUE(index.unlink(new_s));
 }
 
+TYPED_TEST(lfht_index_test, a_walk_after_a_replace_in_a_shared_chain_and_each_unlink_finds_only_what_is_linked) {
+  using one_chain = lfht_index<session, &session::by_name, key_member<&session::name>, TypeParam, test::one_chain_hash,
+                                std::equal_to<>>;
+  test::replace_at_each_position_in_one_chain<one_chain>(this->arena_);
+}
+
 TYPED_TEST(lfht_index_test, add_or_replace_returns_the_object_it_displaced) {
   name_index<TypeParam> index;
   session& first = this->arena_.make("alice", 1);

@@ -4,6 +4,7 @@
 // async_unregister) never reaching a later parent batch; the misuse add refuses.
 #define RCUBATCH_INDEX_CHECKS 1
 #include <rcubatch/async_unregister.hpp>
+#include <rcubatch/index/hlist_index.hpp>
 #include <rcubatch/index/lfht_index.hpp>
 #include <rcubatch/owned.hpp>
 #include <rcubatch/registry.hpp>
@@ -30,18 +31,29 @@ namespace {
 
 struct session;
 struct stream;
+struct chunk;
 
+/// A great-grandchild: a chunk owns pieces (depth 4).
+struct piece : registrable<piece> {
+  explicit piece(std::uint64_t i) : id(i) {}
+  std::uint64_t id;
+  lfht_hook<piece> by_id;
+  owner_hook<chunk> owner;
+};
 /// A grandchild: a stream owns chunks (depth 3).
 struct chunk : registrable<chunk> {
   explicit chunk(std::uint64_t i) : id(i) {}
   std::uint64_t id;
   lfht_hook<chunk> by_id;
   owner_hook<stream> owner;
+  owned_list<piece, &piece::owner> pieces;
+  std::atomic<int> alive_pieces{0};
 };
 struct stream : registrable<stream> {
   explicit stream(std::uint64_t i) : id(i) {}
   std::uint64_t id;
   lfht_hook<stream> by_id;
+  hlist_hook<stream> by_id_hlist;  // for the registry on hlist_index
   owner_hook<session> owner;
   owned_list<chunk, &chunk::owner> chunks;
   std::atomic<int> alive_chunks{0};
@@ -51,6 +63,7 @@ struct session : registrable<session> {
   explicit session(std::uint64_t i) : id(i) {}
   std::uint64_t id;
   lfht_hook<session> by_id;
+  hlist_hook<session> by_id_hlist;  // for the registry on hlist_index
   owned_list<stream, &stream::owner> streams;
   std::atomic<int> alive_streams{0};
   std::atomic<std::uint64_t> poison{kAlive};  // decremented by each stream's destroy: 0 when the session's destroy runs
@@ -58,6 +71,7 @@ struct session : registrable<session> {
 using session_ids = lfht_index<session, &session::by_id, key_member<&session::id>, flavor::memb>;
 using stream_ids = lfht_index<stream, &stream::by_id, key_member<&stream::id>, flavor::memb>;
 using chunk_ids = lfht_index<chunk, &chunk::by_id, key_member<&chunk::id>, flavor::memb>;
+using piece_ids = lfht_index<piece, &piece::by_id, key_member<&piece::id>, flavor::memb>;
 
 /// What the destroy hooks saw: a parent destroyed while one of its children was not.
 struct order_log {
@@ -81,16 +95,24 @@ struct stream_policy : indexed<stream, stream_ids>, owning<&stream::chunks> {
     delete st;
   }
 };
-struct chunk_policy : indexed<chunk, chunk_ids> {
+struct chunk_policy : indexed<chunk, chunk_ids>, owning<&chunk::pieces> {
   void destroy(chunk* c) noexcept {
+    if (c->alive_pieces != 0) g_order.parent_before_child.fetch_add(1);
     if (stream* st = c->owner.parent()) --st->alive_chunks;
     g_order.destroyed.fetch_add(1);
     delete c;
   }
 };
+struct piece_policy : indexed<piece, piece_ids> {
+  void destroy(piece* p) noexcept {
+    if (chunk* c = p->owner.parent()) --c->alive_pieces;
+    g_order.destroyed.fetch_add(1);
+    delete p;
+  }
+};
 
 using CF = counting_flavor<struct owned_test_tag>;
-using table = basic_registry<CF, std::mutex, session_policy, stream_policy, chunk_policy>;
+using table = basic_registry<CF, std::mutex, session_policy, stream_policy, chunk_policy, piece_policy>;
 
 struct owned : counting_test<owned_test_tag> {
   owned() {
@@ -422,6 +444,234 @@ TEST(owned_replace, readers_always_find_a_live_session_and_live_streams) {
   EXPECT_EQ(dead.streams.size(), kReplaces * kStreams);
   EXPECT_EQ(t.unregister(*current).objects, 1 + kStreams);
   g_graveyard = nullptr;
+}
+
+// --- bulk replace of a parent that is itself owned (issue 34) -------------------------------------
+
+/// Nothing of the family is findable any more, in any index.
+void expect_nothing_findable(table& t, std::initializer_list<std::uint64_t> stream_keys,
+                             std::initializer_list<std::uint64_t> chunk_keys,
+                             std::initializer_list<std::uint64_t> piece_keys) {
+  read_guard<flavor::memb> guard;
+  // Only compared with nullptr: on failure the object found names a destroyed parent.
+  for (std::uint64_t k : stream_keys) EXPECT_EQ(t.find<stream_ids>(guard, k), nullptr) << "stream " << k;
+  for (std::uint64_t k : chunk_keys) EXPECT_EQ(t.find<chunk_ids>(guard, k), nullptr) << "chunk " << k;
+  for (std::uint64_t k : piece_keys) EXPECT_EQ(t.find<piece_ids>(guard, k), nullptr) << "piece " << k;
+  EXPECT_TRUE(t.index<session_ids>().empty());
+  EXPECT_TRUE(t.index<stream_ids>().empty());
+  EXPECT_TRUE(t.index<chunk_ids>().empty());
+  EXPECT_TRUE(t.index<piece_ids>().empty());
+}
+
+TEST_F(owned, a_stream_replaced_with_its_chunks_is_destroyed_with_its_session) {
+  // Depth 3: a session owns streams 8 and 9, each owning chunks. Stream 8 is replaced with three
+  // new chunks; then the session is deleted: its batch takes the new stream (in the session's
+  // list, where the old one was) and its chunks, and every object is destroyed exactly once.
+  table t;
+  session* s = open(t, 1, 2, 2);  // streams 8, 9; chunks 64, 65 and 72, 73
+  long created = 1 + 2 + 4;
+  stream* old_st = &*s->streams.begin();
+  auto* new_st = new stream(old_st->id);  // names no parent: it takes the old one's
+  std::vector<chunk*> fresh{new chunk(64), new chunk(65), new chunk(66)};
+  new_st->alive_chunks = 3;
+  created += 1 + 3;
+  const replace_result r = t.replace_with_children(*old_st, *new_st, fresh);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r.swapped, 2u);
+  EXPECT_EQ(r.added, 1u);
+  EXPECT_EQ(r.stats.objects, 3u) << "the old stream and its two chunks";
+  EXPECT_EQ(new_st->owner.parent(), s);
+  ASSERT_EQ(s->streams.size(), 2u) << "the new stream takes the old one's place in the session's list";
+  bool listed = false;
+  for (stream& st : s->streams) listed = listed || &st == new_st;
+  EXPECT_TRUE(listed) << "the new stream is in its session's list";
+  ++s->alive_streams;  // the old stream's destroy counted one down; the new one will too
+
+  const batch_stats st = t.unregister(*s);
+  EXPECT_EQ(st.objects, 1u + 2u + 3u + 2u) << "the session, both streams and all their chunks";
+  EXPECT_EQ(st.grace_periods, 2u);
+  EXPECT_EQ(g_order.destroyed.load(), created) << "each object destroyed once, none left behind";
+  EXPECT_EQ(g_order.parent_before_child.load(), 0);
+  expect_nothing_findable(t, {8, 9}, {64, 65, 66, 72, 73}, {});
+}
+
+TEST_F(owned, a_chunk_replaced_with_its_pieces_four_levels_down_is_destroyed_with_its_session) {
+  // Depth 4: session 1 → stream 8 → chunk 64 → pieces. Chunk 64 (owned by an owned stream) is
+  // replaced with new pieces; then the session goes, and takes the new chunk and its pieces.
+  table t;
+  session* s = open(t, 1, 1, 1);  // stream 8, chunk 64
+  stream* st = &*s->streams.begin();
+  chunk* old_c = &*st->chunks.begin();
+  auto* old_piece = new piece(512);
+  old_piece->owner.set_parent(*old_c);
+  ASSERT_TRUE(t.add(*old_piece));
+  ++old_c->alive_pieces;
+  long created = 1 + 1 + 1 + 1;
+  auto* new_c = new chunk(64);
+  std::vector<piece*> fresh{new piece(512), new piece(513)};
+  new_c->alive_pieces = 2;
+  created += 1 + 2;
+  const replace_result r = t.replace_with_children(*old_c, *new_c, fresh);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r.stats.objects, 2u) << "the old chunk and its piece";
+  EXPECT_EQ(new_c->owner.parent(), st);
+  ASSERT_EQ(st->chunks.size(), 1u);
+  EXPECT_EQ(&*st->chunks.begin(), new_c) << "the new chunk takes the old one's place in its stream's list";
+  ++st->alive_chunks;
+
+  // And one level up: stream 8 replaced with a new chunk of its own, the replaced chunk's
+  // pieces (owned by an old child) going with the old version.
+  auto* new_st = new stream(8);
+  std::vector<chunk*> next{new chunk(64)};
+  new_st->alive_chunks = 1;
+  created += 2;
+  const replace_result r2 = t.replace_with_children(*st, *new_st, next);
+  ASSERT_TRUE(r2);
+  EXPECT_EQ(r2.stats.objects, 1u + 1u + 2u) << "the old stream, its chunk and that chunk's two pieces";
+  ASSERT_EQ(s->streams.size(), 1u);
+  EXPECT_EQ(&*s->streams.begin(), new_st);
+  ++s->alive_streams;
+
+  EXPECT_EQ(t.unregister(*s).objects, 3u) << "the session, the new stream and its chunk";
+  EXPECT_EQ(g_order.destroyed.load(), created) << "each object destroyed once, none left behind";
+  EXPECT_EQ(g_order.parent_before_child.load(), 0);
+  expect_nothing_findable(t, {8}, {64}, {512, 513});
+}
+
+TEST_F(owned, a_replace_with_children_whose_owner_is_going_away_is_refused_with_nothing_changed) {
+  // The stream's session is submitted to a reclaimer (unlisted, going away): the new stream could
+  // not join its list, so the replace is refused, as replace and add are, before anything changes.
+  table t;
+  async_unregister reclaimer(t, async_options{.mode = reclaim_mode::manual});
+  session* s = open(t, 1, 1, 1);
+  stream* old_st = &*s->streams.begin();
+  ASSERT_TRUE(reclaimer.submit(*s));
+  stream new_st(old_st->id);
+  chunk c(old_st->id * 8);
+  std::vector<chunk*> fresh{&c};
+  const replace_result r = t.replace_with_children(*old_st, new_st, fresh);
+  EXPECT_FALSE(r);
+  EXPECT_EQ(new_st.state(), reg_state::uninitialized);
+  EXPECT_FALSE(new_st.by_id.is_linked());
+  EXPECT_FALSE(c.by_id.is_linked());
+  EXPECT_EQ(old_st->state(), reg_state::registered);
+  reclaimer.drain();
+  EXPECT_EQ(g_order.destroyed.load(), 3);
+  EXPECT_EQ(g_order.parent_before_child.load(), 0);
+}
+
+// --- an owner_hook whose parent's policy owns nothing (issue 34) ---------------------------------
+
+/// The same session and stream types, in a registry whose session policy forgot owning<>.
+struct sessions_owning_nothing : indexed<session, session_ids> {
+  int destroyed = 0;
+  void destroy(session* s) noexcept {
+    ++destroyed;
+    delete s;
+  }
+};
+struct streams_owned_by_nobody : indexed<stream, stream_ids> {
+  void destroy(stream* st) noexcept { delete st; }
+};
+
+TEST_F(owned, a_parent_named_by_an_owner_hook_whose_policy_owns_nothing_is_refused_before_anything_changes) {
+  using forgetful = basic_registry<CF, std::mutex, sessions_owning_nothing, streams_owned_by_nobody>;
+  forgetful t;
+  auto* s = new session(1);
+  ASSERT_TRUE(t.add(*s));
+  auto* st = new stream(8);
+  st->owner.set_parent(*s);
+  ASSERT_TRUE(t.add(*st));  // published, but in no list: no relation names streams here
+  const auto refused_text = [](const std::string& what) {
+    return what.find("declares no rcubatch::owning<&Parent::list>") != std::string::npos;
+  };
+  try {
+    t.unregister(*s);
+    ADD_FAILURE() << "tearing down a parent its children still name must be refused";
+  } catch (const misuse_error& e) {
+    EXPECT_EQ(e.kind(), misuse_kind::not_in_batch);
+    EXPECT_TRUE(refused_text(e.what())) << e.what();
+  }
+  {
+    misuse_capture cap;
+    scoped_misuse_policy p(misuse_policy::report, cap);
+    EXPECT_TRUE(t.unregister(*s).refused);
+    EXPECT_EQ(t.try_unregister<session_ids>(std::uint64_t{1}).status, unregister_status::refused);
+    async_unregister reclaimer(t, async_options{.mode = reclaim_mode::manual});
+    EXPECT_FALSE(reclaimer.submit(*s));
+    EXPECT_EQ(cap.calls, 3);
+    EXPECT_EQ(cap.last_kind, misuse_kind::not_in_batch);
+    EXPECT_TRUE(refused_text(cap.last_message)) << cap.last_message;
+  }
+  EXPECT_EQ(s->state(), reg_state::registered);
+  EXPECT_EQ(t.policy<sessions_owning_nothing>().destroyed, 0) << "not destroyed under its stream";
+  EXPECT_EQ(CF::synchronizes(), 0u) << "no batch ran";
+  {
+    read_guard<flavor::memb> guard;
+    EXPECT_EQ(t.find<session_ids>(guard, std::uint64_t{1}), s);
+    EXPECT_EQ(t.find<stream_ids>(guard, std::uint64_t{8}), st);
+  }
+  // The stream goes alone; the session stays refused by this registry (an owner_hook named it),
+  // so the test takes it down with the primitives, under the registry's lock.
+  EXPECT_EQ(t.unregister(*st).objects, 1u);
+  std::scoped_lock lock(t.writer_lock());
+  unreg_queue<session> q;
+  ASSERT_TRUE(q.push(*s));
+  EXPECT_EQ(rollback_many(q, t.policy<sessions_owning_nothing>(), t.domain()).objects, 1u);
+  EXPECT_EQ(t.policy<sessions_owning_nothing>().destroyed, 1);
+}
+
+// --- bulk replace on hlist_index (issue 34) ------------------------------------------------------
+
+using session_hids = hlist_index<session, &session::by_id_hlist, key_member<&session::id>, flavor::memb>;
+using stream_hids = hlist_index<stream, &stream::by_id_hlist, key_member<&stream::id>, flavor::memb>;
+/// Sessions and streams on hlist_index only (the index the README recommends for registries).
+struct hlist_sessions : indexed<session, session_hids>, owning<&session::streams> {
+  int destroyed = 0;
+  void destroy(session* s) noexcept {
+    ++destroyed;
+    delete s;
+  }
+};
+struct hlist_streams : indexed<stream, stream_hids> {
+  int destroyed = 0;
+  void destroy(stream* st) noexcept {
+    ++destroyed;
+    delete st;
+  }
+};
+
+TEST_F(owned, a_session_on_hlist_indexes_is_replaced_with_its_streams) {
+  basic_registry<CF, std::mutex, hlist_sessions, hlist_streams> t;
+  auto* v1 = new session(1);
+  ASSERT_TRUE(t.add(*v1));
+  for (std::uint64_t k = 0; k < 100; ++k) {
+    auto* st = new stream(k);
+    st->owner.set_parent(*v1);
+    ASSERT_TRUE(t.add(*st));
+  }
+  auto* v2 = new session(1);
+  std::vector<stream*> fresh;
+  for (std::uint64_t k = 1; k <= 100; ++k) fresh.push_back(new stream(k));  // 0 goes, 100 comes
+  CF::reset();
+  const replace_result r = t.replace_with_children(*v1, *v2, fresh);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r.swapped, 99u);
+  EXPECT_EQ(r.added, 1u);
+  EXPECT_EQ(r.stats.objects, 101u) << "the old session and its 100 streams";
+  EXPECT_EQ(CF::synchronizes(), 2u);
+  EXPECT_EQ(v2->streams.size(), 100u);
+  {
+    read_guard<flavor::memb> guard;
+    EXPECT_EQ(t.find<session_hids>(guard, std::uint64_t{1}), v2);
+    EXPECT_EQ(t.find<stream_hids>(guard, std::uint64_t{0}), nullptr);
+    EXPECT_EQ(t.find<stream_hids>(guard, std::uint64_t{1}), fresh[0]);
+    EXPECT_EQ(t.find<stream_hids>(guard, std::uint64_t{100}), fresh.back());
+  }
+  EXPECT_EQ(t.unregister(*v2).objects, 101u);
+  EXPECT_EQ(t.policy<hlist_sessions>().destroyed, 2);
+  EXPECT_EQ(t.policy<hlist_streams>().destroyed, 200);
+  EXPECT_TRUE(t.index<stream_hids>().empty());
 }
 
 }  // namespace

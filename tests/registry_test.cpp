@@ -370,6 +370,40 @@ TEST_F(registry_counting, an_object_of_another_registry_is_refused_with_nothing_
   EXPECT_EQ(theirs.unregister(*x).objects, 1u);
 }
 
+/// Destroys without freeing: the test owns the objects, so it may name one again after its batch.
+struct items_kept : indexed<item, by_id, by_name> {
+  int destroyed = 0;
+  void destroy(item*) noexcept { ++destroyed; }
+};
+
+TEST_F(registry_counting, a_second_unregister_of_the_same_object_under_report_is_refused_and_says_so) {
+  basic_registry<CF, std::mutex, items_kept> reg;
+  item x(1, "x");
+  ASSERT_TRUE(reg.add(x));
+  EXPECT_EQ(reg.unregister(x).objects, 1u);
+  EXPECT_EQ(x.state(), reg_state::released);
+  const auto gps = CF::synchronizes();
+  misuse_capture cap;
+  scoped_misuse_policy p(misuse_policy::report, cap);
+  const batch_stats again = reg.unregister(x);
+  EXPECT_EQ(cap.calls, 1);
+  EXPECT_EQ(cap.last_kind, misuse_kind::already_unregistering);
+  EXPECT_TRUE(again.refused) << "the header: stats.refused under report when refused";
+  EXPECT_EQ(again.objects, 0u);
+  const std::vector<item*> both{&x, &x};
+  EXPECT_TRUE(reg.unregister_many(both).refused) << "every object it names refused";
+  EXPECT_EQ(CF::synchronizes(), gps) << "no batch, no grace period";
+  EXPECT_EQ(reg.policy<items_kept>().destroyed, 1) << "destroyed once";
+  // A refused object next to a registered one: the call is not refused, the other one goes.
+  item y(2, "y");
+  ASSERT_TRUE(reg.add(y));
+  const std::vector<item*> mixed{&x, &y};
+  const batch_stats st = reg.unregister_many(mixed);
+  EXPECT_FALSE(st.refused);
+  EXPECT_EQ(st.objects, 1u);
+  EXPECT_EQ(reg.policy<items_kept>().destroyed, 2);
+}
+
 /// A cascade to a type the batch has no lane for: the parent's notify queues a stream, and the
 /// registry has no policy for streams.
 struct sessions_only : indexed<session, session_by_id> {

@@ -553,6 +553,12 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
       unreserve_if_reserved();
       return r;
     }
+    if (registry_type::template children_left_behind<k>(t)) {  // owned.hpp: an owner_hook names it
+      q.remove(t);
+      registry_type::report_children_left_behind("async_unregister::submit");  // as above
+      unreserve_if_reserved();
+      return r;
+    }
     generation& g = generations_[current_];
     try {
       if constexpr (detail::hooks_of<policy_at<k>, T>::has_validate)
@@ -1081,6 +1087,13 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
       if (!registry_.template owns<k>(t)) {
         std::get<k>(q).remove(t);
         registry_.report_wrong_registry("async_unregister::unregister");  // may throw: caught below
+        writer.unlock();
+        finish_direct(bytes, nullptr, start);
+        return false;
+      }
+      if (registry_type::template children_left_behind<k>(t)) {  // owned.hpp: an owner_hook names it
+        std::get<k>(q).remove(t);
+        registry_type::report_children_left_behind("async_unregister::unregister");  // as above
         writer.unlock();
         finish_direct(bytes, nullptr, start);
         return false;

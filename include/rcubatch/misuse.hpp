@@ -59,7 +59,7 @@ enum class misuse_kind : unsigned char {
   foreign_cookie,            ///< a grace-period cookie passed to a domain that did not issue it
   not_in_read_section,       ///< an operation that needs a read-side section called outside one
   retired_twice,             ///< the same retire_node retired while it is already retired
-  not_in_batch,              ///< batch::queue of a type with no lane in the batch; retire_with an owner outside it
+  not_in_batch,              ///< batch::queue of a type with no lane in the batch; retire_with an owner outside it; a parent whose policy owns no children (owned.hpp)
   waits_for_own_batch,       ///< async_unregister wait/drain/run from a hook of its own running batch
   ref_overflow,              ///< hold() beyond ref_count::kMaxHolders holders of one object
   holds_writer_lock,         ///< a call that takes the writer lock (or waits for a batch that does) by its holder

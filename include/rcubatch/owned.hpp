@@ -44,7 +44,13 @@
 //     its own queues them the same way, round by round), and are destroyed before their parent.
 // The relation is declared once, on the parent's policy (owning<&Parent::list, ...>); the child
 // type needs a policy (a lane) too — a compile error otherwise: rollback_many, registry and
-// async_unregister all check it. A child type may be owned through one list only.
+// async_unregister all check it. A child type may be owned through one list only. The reverse
+// omission — a child type with an owner_hook, its parent's policy without owning<> — cannot be a
+// compile error (no C++20 code can see an owner_hook member in its child's type), so it is a
+// misuse diagnosis before anything changes: an owner_hook marks the parent it names, and a
+// registry whose policy for that parent owns no children refuses to unregister (or submit) it
+// (not_in_batch), instead of destroying it under children that stay indexed and name it. (A
+// parent whose policy owns one child type is not checked for a second, undeclared one.)
 //
 // Readers: a reader that found a child (inside a read section) may read child.owner.parent():
 // the parent is destroyed after the child. The lists themselves are writer-side (under the lock).
@@ -63,6 +69,11 @@
 
 namespace rcubatch {
 
+namespace detail {
+template <class U>
+registrable_base& base_of(U& obj) noexcept;
+}  // namespace detail
+
 /// The hook a child embeds: a Boost.Intrusive list node (linked into its parent's owned_list by
 /// the library) and the parent it names. safe_link: the hook knows whether it is linked.
 template <class Parent>
@@ -73,8 +84,9 @@ class owner_hook
 
   /// Effects: names no parent yet (set_parent before add). Throws: nothing.
   owner_hook() noexcept = default;
-  /// Effects: names `parent`. Throws: nothing.
-  explicit owner_hook(Parent& parent) noexcept : parent_(&parent) {}
+  /// Effects: names `parent`, and marks it as named by a child: a registry whose policy for
+  /// Parent declares no owning<> refuses to unregister it (see the file comment). Throws: nothing.
+  explicit owner_hook(Parent& parent) noexcept : parent_(&parent) { mark(parent); }
   owner_hook(const owner_hook&) = delete;
   owner_hook& operator=(const owner_hook&) = delete;
 
@@ -88,6 +100,7 @@ class owner_hook
                        "its parent cannot change (nothing was changed)");
       return;
     }
+    mark(parent);
     parent_.store(&parent, std::memory_order_release);
   }
 
@@ -97,6 +110,7 @@ class owner_hook
   Parent* parent() const noexcept { return parent_.load(std::memory_order_acquire); }
 
  private:
+  static void mark(Parent& parent) noexcept;
   std::atomic<Parent*> parent_{nullptr};
 };
 
@@ -234,6 +248,20 @@ registrable_base& base_of(U& obj) noexcept {
   return static_cast<registrable<X>&>(static_cast<X&>(obj));
 }
 
+/// Whether obj, whose policy in a registry owns no children (no owning<>), was named by an
+/// owner_hook: tearing it down would leave those children indexed and naming it. The registry
+/// checks it wherever it queues an object for teardown (registry.hpp: queues::push,
+/// async_unregister's submit and unregister) and refuses: an owner_hook cannot be seen in its
+/// child's type without reflection, so this is a misuse diagnosis rather than a compile error.
+template <class Policy, class U>
+bool children_left_behind(U& obj) noexcept {
+  if constexpr (has_owned_lists<Policy>) {
+    return false;
+  } else {
+    return registrable_access::named_as_owner(base_of(obj));
+  }
+}
+
 /// Requires: the writer lock; c is registered and being unlisted (a batch's unlist, or
 /// async_unregister::submit). Effects: takes c out of its parent's list; unless a notify already
 /// recorded a parent edge, records one on that parent (a reference, put after c's destroy), so
@@ -257,8 +285,21 @@ void unlink_from_owner(typename Rel::child_type& c) noexcept {
     parent.refs().put();  // a notify queued it: that edge orders the destroys (first edge wins)
 }
 
+/// Requires: the writer lock; successor is not added yet. Effects: the successor of old (the object
+/// registry::replace and registry::replace_with_children put in old's place) names old's parent
+/// when it names none itself and old is linked in that parent's list: it takes old's place there
+/// too (link_to_owner links it once it is published; old leaves at its batch's unlist). One
+/// definition for both replaces, so a parent that is itself owned (A owns B owns C: B replaced
+/// with its children) keeps its new version in its owner's list. Misuse: as owner_hook::set_parent.
+template <class Rel>
+void inherit_owner(typename Rel::child_type& old, typename Rel::child_type& successor) {
+  auto& hook = Rel::hook_of(successor);
+  const auto& old_hook = Rel::hook_of(old);
+  if (hook.parent() == nullptr && old_hook.is_linked()) hook.set_parent(*old_hook.parent());
+}
+
 /// Requires: the writer lock; c is published and about to be marked registered; its parent was
-/// checked by owner_refusal. Effects: links c at the tail of its parent's list.
+/// checked by the registry (owner_accepts). Effects: links c at the tail of its parent's list.
 template <class Rel>
 void link_to_owner(typename Rel::child_type& c) noexcept {
   if (typename Rel::parent_type* const p = Rel::hook_of(c).parent()) Rel::list_of(*p).push_back(c);
@@ -280,5 +321,10 @@ struct queue_children<std::tuple<Rs...>> {
   }
 };
 }  // namespace detail
+
+template <class Parent>
+void owner_hook<Parent>::mark(Parent& parent) noexcept {
+  detail::registrable_access::mark_named_as_owner(detail::base_of(parent));
+}
 
 }  // namespace rcubatch

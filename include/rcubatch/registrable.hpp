@@ -165,6 +165,12 @@ class registrable_base : private counted_base {
   static constexpr unsigned char kUnlistedEarly = 0x20;
   static constexpr unsigned char kStateBits = 0x07;
   std::atomic<unsigned char> state_{static_cast<unsigned char>(reg_state::uninitialized)};
+  // Set once an owner_hook names this object as its parent (owned.hpp), never cleared: a
+  // registry whose policy for this type owns no children refuses to tear it down (its children
+  // would stay indexed, naming it). Its own byte, in the padding after state_ (the size is
+  // unchanged): set_parent runs outside the writer lock, while state_ is written with plain
+  // stores by the batch's thread.
+  std::atomic<bool> named_as_owner_{false};
   unreg_hook hook_;                          // links it into one queue (a running batch's or not)
   // The queue it sits in; through it, its running batch's lane (queue_base::lane). Kept until its
   // destroy returns. Atomic (relaxed): a writer in another batch may read it while this batch's
@@ -277,6 +283,13 @@ struct registrable_access {
     o.state_.store(static_cast<unsigned char>(static_cast<unsigned char>(reg_state::released) |
                                               (dismantling ? registrable_base::kReleasedDismantling : 0)),
                    std::memory_order_release);
+  }
+  /// Whether an owner_hook ever named it as its parent (owned.hpp); set by owner_hook only.
+  static bool named_as_owner(const registrable_base& o) noexcept {
+    return o.named_as_owner_.load(std::memory_order_acquire);
+  }
+  static void mark_named_as_owner(registrable_base& o) noexcept {
+    o.named_as_owner_.store(true, std::memory_order_release);
   }
   static queue_base* owner(const registrable_base& o) noexcept { return o.owner_.load(std::memory_order_relaxed); }
   static void set_owner(registrable_base& o, queue_base* q) noexcept { o.owner_.store(q, std::memory_order_relaxed); }

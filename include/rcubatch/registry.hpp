@@ -117,7 +117,7 @@ enum class unregister_status : unsigned char {
   unregistered,           ///< queued by this call and torn down by its batch (destroyed once its refs dropped)
   not_found,              ///< no object has that key (never added, or already unlisted by another batch)
   already_unregistering,  ///< (by object) it is already going away: in a batch, a queue, or gone to released
-  refused,                ///< (async_unregister::try_submit) the budget refused it, or misuse under report: nothing changed
+  refused,                ///< the budget refused it (async_unregister::try_submit), or misuse under report: nothing changed
 };
 
 /// What try_unregister and try_unregister_many return.
@@ -228,6 +228,16 @@ inline publish_result to_publish_result(publish_result r) noexcept { return r; }
 
 template <class P>
 concept names_object_type = requires { typename P::object_type; };
+
+/// A policy whose first index finds, under the writer lock, the object linked under another
+/// object's key: index.find_locked(index.key_of(obj)) (lfht_index, hlist_index).
+/// replace_with_children pairs each new child with the old one it replaces this way.
+template <class P>
+concept looks_up_by_object =
+    names_object_type<P> && requires { typename std::tuple_element_t<0, typename P::index_types>; } &&
+    requires(std::tuple_element_t<0, typename P::index_types>& index, const typename P::object_type& obj) {
+      { index.find_locked(index.key_of(obj)) } -> std::convertible_to<const typename P::object_type*>;
+    };
 template <class P>
 concept has_publish = requires(P& p, typename P::object_type& t) {
   { to_publish_result(p.publish(t)) } -> std::same_as<publish_result>;
@@ -418,12 +428,23 @@ class basic_registry {
     bool push(U& obj) {
       constexpr std::size_t k = slot_of<U>();
       auto& q = std::get<k>(q_);
-      if (!q.push(obj)) return false;
-      if (registry_->template owns<k>(static_cast<object_at<k>&>(obj))) [[likely]]
-        return true;
-      q.remove(obj);
-      registry_->report_wrong_registry("registry::unregister");
-      return false;
+      if (!q.push(obj)) {  // misuse, diagnosed by the queue (every false of unreg_queue::push is)
+        ++refused_;
+        return false;
+      }
+      if (!registry_->template owns<k>(static_cast<object_at<k>&>(obj))) [[unlikely]] {
+        q.remove(obj);
+        registry_->report_wrong_registry("registry::unregister");
+        ++refused_;
+        return false;
+      }
+      if (registry_->template children_left_behind<k>(obj)) [[unlikely]] {
+        q.remove(obj);
+        report_children_left_behind("registry::unregister");
+        ++refused_;
+        return false;
+      }
+      return true;
     }
     /// Effects: the queue of objects of type T (a compile error if no policy handles T). O(1).
     template <class T>
@@ -450,6 +471,7 @@ class basic_registry {
     friend class basic_registry;
     explicit queues(basic_registry& r) noexcept : registry_(&r) {}
     basic_registry* registry_;
+    std::size_t refused_ = 0;  // pushes refused as misuse (under report): unregister_with's stats.refused
     std::tuple<unreg_queue<typename Policies::object_type>...> q_;
   };
 
@@ -509,7 +531,7 @@ class basic_registry {
       throw;
     }
     if (r == publish_result::published) {
-      if constexpr (!std::is_void_v<owner_of<T>>) detail::link_to_owner<owner_of<T>>(t);
+      link_owned(t);
       t.mark_registered();  // cannot fail: uninitialized was checked under this lock
       return true;
     }
@@ -522,7 +544,8 @@ class basic_registry {
   /// Effects: under the writer lock, one batch of obj and the dependents its hooks queue
   /// (rollback_many, every policy a lane): unlisted, a grace period, notify/uninit, a second one
   /// if anything was unlinked after the first, then destroyed once its references drop.
-  /// Returns the batch's statistics (stats.refused under report when refused, nothing changed).
+  /// Returns the batch's statistics (stats.refused under report when refused, nothing changed:
+  /// misuse below, a second unregister of the same object included).
   /// Misuse: obj not registered (not_registered / already_unregistering, from unreg_queue::push);
   /// inside a read-side section (blocking_in_read_section). Nothing changes then.
   /// Throws: misuse_error (default policy) as above; what a validate hook throws (nothing changed).
@@ -623,6 +646,7 @@ class basic_registry {
       }
     });
     if (r.unregistered > 0) r.status = unregister_status::unregistered;
+    else if (r.stats.refused) r.status = unregister_status::refused;  // every key found was refused (report)
     return r;
   }
 
@@ -632,7 +656,8 @@ class basic_registry {
   /// Requires: obj is alive; as unregister otherwise. Returns: unregistered (with the batch's
   /// stats) or already_unregistering (nothing changed). Misuse, still diagnosed: obj never
   /// registered (not_registered), registered in another registry (wrong_registry), read section,
-  /// the lock's holder. Blocking: as unregister.
+  /// the lock's holder; under report the status is then refused (stats.refused, nothing changed).
+  /// Blocking: as unregister.
   /// With an async_unregister attached: as unregister's, through async_unregister::try_submit(obj)
   /// and a wait for its batch; also refused (budget under over_budget::refuse, misuse under
   /// report: status refused, stats.refused, nothing changed).
@@ -658,7 +683,9 @@ class basic_registry {
         ++r.unregistered;
       }
     });
-    r.status = r.unregistered > 0 ? unregister_status::unregistered : unregister_status::already_unregistering;
+    r.status = r.unregistered > 0   ? unregister_status::unregistered
+               : r.stats.refused ? unregister_status::refused  // misuse under report, as through a reclaimer
+                                 : unregister_status::already_unregistering;
     return r;
   }
 
@@ -694,21 +721,16 @@ class basic_registry {
         refused = true;
         return;
       }
-      if constexpr (!std::is_void_v<owner_of<T>>) {  // an owned child: n takes o's place in the list too
-        auto& hook = owner_of<T>::hook_of(n);
-        if (hook.parent() == nullptr && owner_of<T>::hook_of(o).is_linked())
-          hook.set_parent(*owner_of<T>::hook_of(o).parent());
-        if (!owner_accepts<owner_of<T>>(n, "registry::replace")) {
-          refused = true;
-          return;
-        }
+      if (!successor_owner_accepts(o, n, "registry::replace")) {  // an owned child: n takes o's place
+        refused = true;
+        return;
       }
       if (!q.push(o)) {  // not registered here, going away, in a queue: diagnosed by push
         refused = true;
         return;
       }
       std::get<k>(policies_).replace(o, n);  // throws with nothing changed; the queues are dropped
-      if constexpr (!std::is_void_v<owner_of<T>>) detail::link_to_owner<owner_of<T>>(n);
+      link_owned(n);
       n.mark_registered();                   // cannot fail: uninitialized, checked under this lock
       detail::registrable_access::set_unlisted_early(o, true);  // its batch skips the unlist
     });
@@ -720,7 +742,10 @@ class basic_registry {
   /// and its owned children in one critical section of the writer lock. new_parent replaces
   /// old_parent in every index (as replace); each new child whose key (in its policy's first index)
   /// is an old child's replaces it in every index, atomically; the others are published; all are
-  /// marked registered and linked into new_parent's list. The old parent, the replaced children and
+  /// marked registered and linked into new_parent's list. A parent that is itself owned (A owns
+  /// old_parent) is replaced in A's list as replace does (the same path): new_parent names A
+  /// unless it names a parent itself, and is refused, nothing changed, if that parent is going
+  /// away. The old parent, the replaced children and
   /// the old children left in its list are then torn down in one batch (≤ 2 grace periods; children
   /// destroyed before their parent). Readers find old or new for every key both versions have,
   /// never neither and never a freed object.
@@ -732,7 +757,7 @@ class basic_registry {
   /// registered here and in no queue; new_parent and every new child freshly constructed; each new
   /// child's owner_hook names new_parent or nothing (then it is set to new_parent); new_parent has
   /// old_parent's keys; the policies have replace (indexed has it); C's first index has key_of and
-  /// find_locked (lfht_index). Outside read-side sections.
+  /// find_locked (lfht_index and hlist_index: a compile error otherwise). Outside read-side sections.
   /// Misuse (nothing changed): new objects not fresh (register_twice), old_parent not registered /
   /// going away / in another registry (as unregister), a child naming another parent
   /// (std::invalid_argument), read section, the lock's holder.
@@ -752,7 +777,13 @@ class basic_registry {
     if constexpr (!std::is_void_v<Rel>) {
       static_assert(std::is_same_v<typename Rel::parent_type, P>,
                     "rcubatch::registry::replace_with_children: the children's owner type is not the parent's type");
-      return replace_family<kp, kc, Rel>(static_cast<P&>(old_parent), static_cast<P&>(new_parent), new_children);
+      constexpr bool finds_old_child = detail::looks_up_by_object<std::tuple_element_t<kc, std::tuple<Policies...>>>;
+      static_assert(finds_old_child,
+                    "rcubatch::registry::replace_with_children: the children's policy must find the old child a new "
+                    "one replaces, so its first index needs `key_of(const T&)` and `T* find_locked(const Key&)` "
+                    "(lfht_index and hlist_index have both)");
+      if constexpr (finds_old_child)  // no second, raw error from the body
+        return replace_family<kp, kc, Rel>(static_cast<P&>(old_parent), static_cast<P&>(new_parent), new_children);
     }
   }
 
@@ -760,7 +791,9 @@ class basic_registry {
   /// unreg_queue<T>&); outside read-side sections.
   /// Effects: under the writer lock, calls fn to fill the queues (the kernel's dellink), then
   /// unregisters everything queued as one batch, every policy a lane (cascades across types
-  /// cost no extra grace period). Nothing queued: no grace period, stats.objects == 0.
+  /// cost no extra grace period). Nothing queued: no grace period, stats.objects == 0; and when
+  /// nothing was queued because every push was refused as misuse (under misuse_policy::report:
+  /// an object not registered, already going away, of another registry), stats.refused too.
   /// Misuse and Throws: as unregister; if fn throws, its exception propagates and nothing
   /// changed (the queued objects stay registered).
   /// Complexity: fn, plus O(queued + dependents). Blocking: as unregister.
@@ -774,6 +807,11 @@ class basic_registry {
     std::scoped_lock lock(mutex_);
     queues q(*this);
     std::forward<Fn>(fn)(q);
+    if (q.refused_ > 0 && q.size() == 0) {  // every object named was refused: the call was, nothing changed
+      batch_stats refused;
+      refused.refused = true;
+      return refused;
+    }
     return run(q, std::index_sequence_for<Policies...>{});
   }
 
@@ -872,6 +910,29 @@ class basic_registry {
     return false;
   }
 
+  /// Requires: the writer lock; n is freshly constructed and about to take o's place (replace,
+  /// replace_with_children), nothing published yet. The one path by which a successor takes its
+  /// predecessor's place in its owner's list: if T is owned (an owning<> of this registry names
+  /// it), n names o's parent unless it names one itself (owned.hpp: inherit_owner), and that
+  /// parent must accept it (owner_accepts: false when it is going away, or on misuse under
+  /// report). link_owned links n once it is published. True for a type owned by nobody.
+  template <class T>
+  bool successor_owner_accepts(T& o, T& n, const char* caller) {
+    if constexpr (std::is_void_v<owner_of<T>>) {
+      return true;
+    } else {
+      detail::inherit_owner<owner_of<T>>(o, n);
+      return owner_accepts<owner_of<T>>(n, caller);
+    }
+  }
+  /// Requires: the writer lock; obj was just published, its parent checked (owner_accepts).
+  /// Effects: links obj into the list of the parent its owner_hook names (add, replace,
+  /// replace_with_children); nothing for a type owned by nobody.
+  template <class T>
+  void link_owned(T& obj) noexcept {
+    if constexpr (!std::is_void_v<owner_of<T>>) detail::link_to_owner<owner_of<T>>(obj);
+  }
+
   /// An unregister call while a reclaimer may be attached: the registry's own checks (read
   /// section, the lock's holder: `refused` set under report), then call(combiner) with the
   /// reclaimer kept attached for the call. True when handled here; false when nothing is
@@ -884,6 +945,22 @@ class basic_registry {
     }
     const detail::combiner_slot::entry entered(combiner_);
     return entered.attached() != nullptr && std::forward<Call>(call)(*entered.attached());
+  }
+
+  /// Whether obj (of slot K) was named as parent by an owner_hook while its policy here owns no
+  /// children (owned.hpp: detail::children_left_behind): checked wherever an object is queued
+  /// for teardown, before anything changes.
+  template <std::size_t K, class U>
+  static bool children_left_behind(U& obj) noexcept {
+    return detail::children_left_behind<std::tuple_element_t<K, std::tuple<Policies...>>>(
+        static_cast<object_at<K>&>(obj));
+  }
+  static void report_children_left_behind(const char* what) {
+    detail::diag_text msg(what);
+    msg += ": an owner_hook names the object as its parent, but its policy in this registry declares no "
+           "rcubatch::owning<&Parent::list>: its batch would destroy it while its children stay indexed and "
+           "point at it; add owning<> for the children's list to the parent's policy (nothing was changed)";
+    detail::diagnose(misuse_kind::not_in_batch, msg.view());
   }
 
   void report_wrong_registry(const char* what) const {
@@ -981,6 +1058,11 @@ class basic_registry {
         throw std::invalid_argument("rcubatch::registry::replace_with_children: a new child's owner_hook names another "
                                     "parent than the new one (nothing was changed)");
     }
+    // A parent that is itself owned (A owns old_p): new_p takes old_p's place in A's list, as replace's new object.
+    if (!successor_owner_accepts(old_p, new_p, "registry::replace_with_children")) {
+      result.stats.refused = true;
+      return result;
+    }
     if (!q.push(old_p)) {  // not registered here, going away, in a queue: diagnosed by push
       result.stats.refused = true;
       return result;
@@ -1036,11 +1118,12 @@ class basic_registry {
       return result;
     }
     // --- nothing below fails ---
+    link_owned(new_p);
     new_p.mark_registered();
     detail::registrable_access::set_unlisted_early(old_p, true);  // its batch skips the unlist
     for (std::size_t i = 0; i < fresh.size(); ++i) {
       fresh[i]->mark_registered();
-      detail::link_to_owner<Rel>(*fresh[i]);
+      link_owned(*fresh[i]);
       if (C* old_c = replaced_old[i]) q.template of<C>().push(*old_c);  // unlisted: the queue's own push
     }
     result.replaced = true;

@@ -71,4 +71,65 @@ std::vector<int> ids_equal_to(const Index& index, std::string_view key) {
   return ids;
 }
 
+/// One hash for every key: every object lands in one chain, so the operations below exercise the
+/// chain's own links (each node's back-pointer included) rather than the buckets.
+struct one_chain_hash {
+  using is_transparent = void;
+  template <class K>
+  unsigned long operator()(const K&) const noexcept {
+    return 0x5EED;
+  }
+};
+
+/// The names of the objects a walk of `index` visits, in one read section (sorted).
+template <class Index>
+std::vector<std::string> walked_names(const Index& index) {
+  std::vector<std::string> names;
+  read_guard<typename Index::flavor_type> guard;
+  for (const auto& s : index) names.push_back(s.name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+/// Five objects in one chain (Index hashes with one_chain_hash); the one at `replaced` (in add
+/// order) is replaced by a new object with its key; then all are unlinked, the new one first or
+/// last. After each unlink a walk visits exactly the objects still linked, size() agrees, and a
+/// lookup of an unlinked key finds nothing. Whatever the chain's order, one of the five runs
+/// unlinks the replaced object's chain successor after the replace: a successor whose back-pointer
+/// still led into the old object would stay reachable from the new one.
+template <class Index, class Session>
+void replace_in_one_chain_then_unlink_all(session_arena<Session>& arena, std::size_t replaced, bool new_one_first) {
+  Index index;
+  std::vector<Session*> linked;
+  for (int i = 0; i < 5; ++i) linked.push_back(&arena.make_linked(index, "k" + std::to_string(i), i));
+  Session& fresh = arena.make("k" + std::to_string(replaced), 100);
+  ASSERT_TRUE(index.replace(*linked[replaced], fresh));
+  linked[replaced] = &fresh;
+  std::vector<std::string> expected{"k0", "k1", "k2", "k3", "k4"};
+  ASSERT_EQ(walked_names(index), expected);
+  std::vector<Session*> order;
+  if (new_one_first) order.push_back(&fresh);
+  for (Session* s : linked)
+    if (s != &fresh) order.push_back(s);
+  if (!new_one_first) order.push_back(&fresh);
+  for (Session* s : order) {
+    ASSERT_TRUE(index.unlink(*s)) << s->name;
+    expected.erase(std::find(expected.begin(), expected.end(), s->name));
+    EXPECT_EQ(walked_names(index), expected) << "after unlinking " << s->name << " (id " << s->id << ")";
+    EXPECT_EQ(index.size(), expected.size());
+    EXPECT_EQ(find_in_guard(index, s->name), nullptr) << s->name << " is unlinked";
+  }
+}
+
+/// replace_in_one_chain_then_unlink_all for each of the five positions, the new object unlinked
+/// last, then first.
+template <class Index, class Session>
+void replace_at_each_position_in_one_chain(session_arena<Session>& arena) {
+  for (bool new_one_first : {false, true})
+    for (std::size_t replaced = 0; replaced < 5; ++replaced) {
+      SCOPED_TRACE(::testing::Message() << "replaced #" << replaced << (new_one_first ? ", unlinked first" : ""));
+      replace_in_one_chain_then_unlink_all<Index>(arena, replaced, new_one_first);
+    }
+}
+
 }  // namespace rcubatch::test

@@ -420,6 +420,11 @@ class hlist_index {
     return writer_find(key, hash_(key));
   }
 
+  /// Effects: obj's key as this index computes it (KeyOf), linked or not: what find_locked takes
+  /// to look up the object obj would replace (registry::replace_with_children), as lfht_index's.
+  /// Throws: what KeyOf throws.
+  decltype(auto) key_of(const T& obj) const { return key_of_(obj); }
+
   // --- Reader side: inside a read_guard<Flavor> ------------------------------------------------
 
   /// Requires: the caller is inside a read_guard<Flavor> (checked). Effects: the linked object
