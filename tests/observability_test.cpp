@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -40,6 +41,18 @@ std::string address_of(const void* p) {
   return text;
 }
 
+/// Options whose drain reports at once into `lines`, and calls `let_go` once `n` lines are out:
+/// the reporter plays the holder, letting go once named, so no sleep is needed.
+rollback_options reporting_into(std::vector<std::string>& lines, std::size_t n, std::function<void()> let_go) {
+  rollback_options opts;
+  opts.drain.stall_report_interval = std::chrono::milliseconds(0);
+  opts.drain.reporter_fn = [&lines, n, let_go = std::move(let_go)](std::string_view line) {
+    lines.emplace_back(line);
+    if (lines.size() == n) let_go();
+  };
+  return opts;
+}
+
 TEST(stall_report, without_a_name_hook_names_the_type_the_address_the_batch_and_the_phase) {
   fake::reset();
   grace_domain<fake> domain;
@@ -48,13 +61,7 @@ TEST(stall_report, without_a_name_hook_names_the_type_the_address_the_batch_and_
   held->refs().hold();
   const std::string where = address_of(held);
   std::vector<std::string> lines;
-  rollback_options opts;
-  opts.drain.stall_report_interval = std::chrono::milliseconds(0);
-  // The reporter plays the holder, letting go once named: no sleep needed.
-  opts.drain.reporter_fn = [&](std::string_view line) {
-    lines.emplace_back(line);
-    if (lines.size() == 1) held->refs().put();
-  };
+  const rollback_options opts = reporting_into(lines, 1, [&] { held->refs().put(); });
   unreg_queue<node> q;
   for (node* n : nodes) q.push(*n);
   const batch_stats s = rollback_many(q, unnamed_policy{}, domain, opts);
@@ -73,12 +80,7 @@ TEST(stall_report, without_a_name_hook_lists_the_tracked_holders_under_the_type_
   ref_token rx = t->refs().hold("rx_queue");
   const std::string where = address_of(t);
   std::vector<std::string> lines;
-  rollback_options opts;
-  opts.drain.stall_report_interval = std::chrono::milliseconds(0);
-  opts.drain.reporter_fn = [&](std::string_view line) {
-    lines.emplace_back(line);
-    if (lines.size() == 2) t->refs().put(rx);
-  };
+  const rollback_options opts = reporting_into(lines, 2, [&] { t->refs().put(rx); });
   unreg_queue<tracked_thing> q;
   q.push(*t);
   const batch_stats s = rollback_many(q, unnamed_policy{}, domain, opts);

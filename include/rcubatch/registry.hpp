@@ -932,7 +932,7 @@ class basic_registry {
     auto lanes = std::make_tuple(lane(std::get<K>(q.q_), std::get<K>(policies_))...);
     const auto lock = detail::writer_lock_ref::make<detail::thread_flavors_t<Flavor, Policies...>>(
         mutex_, detail::lock_release_for(options_.unlock_during_waits, options_.hold_lock_through_drain));
-    const batch_stats st = detail::run_specs(*domain_, options_.rollback, lock, std::get<K>(lanes)...);
+    batch_stats st = detail::run_specs(*domain_, options_.rollback, lock, std::get<K>(lanes)...);
     batch_totals_.add(st);  // counters()
     return st;
   }

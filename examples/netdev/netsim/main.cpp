@@ -62,20 +62,17 @@ void print_figures(const netsim::session_result& r) {
   const rcubatch::batch_totals& t = r.batch_totals;
   std::fprintf(stderr,
                "rcubatch figures: %llu batches, %llu objects, %llu grace periods waited (%llu elided, domain ran %llu), "
-               "%llu stall reports, %.3f ms in batches, %.3f ms with the writer lock held
-",
+               "%llu stall reports, %.3f ms in batches, %.3f ms with the writer lock held\n",
                static_cast<unsigned long long>(t.batches), static_cast<unsigned long long>(t.objects),
                static_cast<unsigned long long>(t.grace_periods), static_cast<unsigned long long>(t.gps_elided),
                static_cast<unsigned long long>(r.grace_periods), static_cast<unsigned long long>(t.stall_reports),
                static_cast<double>(t.elapsed.count()) / 1e6, static_cast<double>(t.lock_hold.count()) / 1e6);
-  std::fprintf(stderr, "  %-22s %9s %12s %12s
-", "phase", "entries", "total ms", "mean us");
+  std::fprintf(stderr, "  %-22s %9s %12s %12s\n", "phase", "entries", "total ms", "mean us");
   for (const rcubatch::phase_row& row : rcubatch::kPhaseTable) {
     const auto entries = t.phase_entries[static_cast<std::size_t>(row.id)];
     if (entries == 0) continue;
     const double ns = static_cast<double>(t.time_of(row.id).count());
-    std::fprintf(stderr, "  %-22.*s %9llu %12.3f %12.3f
-", static_cast<int>(row.name.size()), row.name.data(),
+    std::fprintf(stderr, "  %-22.*s %9llu %12.3f %12.3f\n", static_cast<int>(row.name.size()), row.name.data(),
                  static_cast<unsigned long long>(entries), ns / 1e6, ns / 1e3 / static_cast<double>(entries));
   }
 }
