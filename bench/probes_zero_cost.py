@@ -1,12 +1,14 @@
-# Probes compiled in vs out: the teardown demo (ratio_to_floor_all, within each process) and the
+# Probes compiled in vs out (issue 39; docs/observability.md has the figures): the teardown demo (ratio_to_floor_all, within each process) and the
 # many-writers bench (objects_per_s), interleaved in random order, three runs; per run the median
-# of each binary's figures and their quotient (on / off).
+# of each binary's figures and their quotient (on / off). Run from the worktree root after
+#   cmake --preset bench -B build/bench-probes-on && cmake --preset bench -B build/bench-probes-off -DRCUBATCH_PROBES=OFF
+#   cmake --build build/bench-probes-on --target teardown_demo rcubatch_bench_many_writers (and -off)
 import json, random, statistics, subprocess, sys, datetime
 ON, OFF = "build/bench-probes-on", "build/bench-probes-off"
-PAIRS_DEMO, PAIRS_MW = 6, 3
+PAIRS_DEMO, PAIRS_MW = 5, 5
 MW_FILTER = "BM_ManyWriters/memb/(serialized|async)/threads:2$"
 def demo(tree):
-    out = subprocess.run([f"{tree}/examples/demo/teardown_demo", "--rounds", "5", "--json"], capture_output=True, text=True, timeout=300).stdout
+    out = subprocess.run([f"{tree}/examples/demo/teardown_demo", "--rounds", "15", "--json"], capture_output=True, text=True, timeout=300).stdout
     line = [l for l in out.splitlines() if l.startswith("{")][-1]
     return json.loads(line)["ratio_to_floor_all"]
 def mw(tree):
