@@ -15,6 +15,7 @@
 #include "rcubatch/sharded_refs.hpp"
 #include "rcubatch/unreg_queue.hpp"
 #include "rcubatch/batch_stats.hpp"
+#include "rcubatch/counters.hpp"
 #include "rcubatch/phase.hpp"
 #include "rcubatch/batch.hpp"
 #include "rcubatch/policy.hpp"

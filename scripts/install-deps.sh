@@ -4,6 +4,7 @@
 #
 #   scripts/install-deps.sh                # build, test and bench dependencies
 #   scripts/install-deps.sh --bench-peers  # also the peer libraries and plotting tools of bench/
+#   scripts/install-deps.sh --trace        # also bpftrace, for scripts/rcubatch-trace (not needed by the tests)
 set -euo pipefail
 
 packages=(
@@ -12,16 +13,19 @@ packages=(
   liburcu-dev libboost-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   doxygen  # the API reference (cmake --build <build> --target docs)
+  systemtap-sdt-dev  # <sys/sdt.h>: the static probes compile in where it is (docs/observability.md)
 )
 bench_peer_packages=(libcds-dev libdpdk-dev python3-matplotlib)
+trace_packages=(bpftrace)  # scripts/rcubatch-trace (it falls back to perf, which it does not install)
 
 usage() {
-  echo "usage: $0 [--bench-peers]" >&2
+  echo "usage: $0 [--bench-peers] [--trace]" >&2
 }
 
 for arg in "$@"; do
   case "$arg" in
     --bench-peers) packages+=("${bench_peer_packages[@]}") ;;
+    --trace) packages+=("${trace_packages[@]}") ;;
     -h|--help) usage; exit 0 ;;
     *) echo "$0: unknown argument '$arg'" >&2; usage; exit 2 ;;
   esac

@@ -14,6 +14,8 @@
 #include <cstdint>
 
 #include "rcubatch/batch_stats.hpp"
+#include "rcubatch/counters.hpp"
+#include "rcubatch/grace_domain.hpp"
 
 namespace rcubatch {
 
@@ -46,6 +48,8 @@ struct async_stats {
   std::chrono::nanoseconds latency_p99{};  ///< the same, 99th percentile
   std::chrono::nanoseconds latency_max{};  ///< exact
   async_batch_report last_batch{};  ///< the most recent batch's report
+  batch_totals all_batches{};  ///< every batch's batch_stats summed: phase times, stalls (counters.hpp)
+  domain_stats domain{};       ///< the registry's grace domain's counters, now (grace_domain.hpp)
 };
 
 }  // namespace rcubatch

@@ -167,6 +167,7 @@
 #include "rcubatch/async_stats.hpp"
 #include "rcubatch/batch_stats.hpp"
 #include "rcubatch/detail/latency_histogram.hpp"
+#include "rcubatch/detail/probe.hpp"
 #include "rcubatch/detail/submitted_lane.hpp"
 #include "rcubatch/detail/unregister_combiner.hpp"
 #include "rcubatch/misuse.hpp"
@@ -614,6 +615,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
     if (wake_blocked) done_cv_.notify_all();  // a manual submitter blocked on the budget may run the batch
     r.status = unregister_status::unregistered;
     r.ticket = unregister_ticket(seq, id_);
+    RCUBATCH_PROBE(async_submit, id_, seq, bytes);
     return r;
   }
 
@@ -704,6 +706,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
       s.pending_count_high_water = high_water_count_;
       s.pending_bytes_high_water = high_water_bytes_;
       s.blocked_now = blocked_now_;
+      s.domain = registry_.domain().stats();
     }
     std::scoped_lock lock(histogram_mutex_);
     s.latency_p50 = std::chrono::nanoseconds(static_cast<std::int64_t>(latency_.quantile(0.50)));
@@ -823,6 +826,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
       }
       ++totals_.blocked_submits;
       ++blocked_now_;
+      RCUBATCH_PROBE(async_budget_block, id_, bytes, charged_bytes_);
       work_cv_.notify_all();
       while (!fits(bytes)) {
         if (options_.mode == reclaim_mode::manual && !running_ && pending_ > 0) {
@@ -1042,6 +1046,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
     totals_.max_requests_per_batch = std::max(totals_.max_requests_per_batch, report.requests);
     totals_.max_threads_per_batch = std::max(totals_.max_threads_per_batch, report.threads);
     totals_.last_batch = report;
+    totals_.all_batches.add(report.batch);
   }
 
   /// The lone synchronous caller's fast path (unregister): no batch running and nothing pending
@@ -1184,6 +1189,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
     generation taken;
     std::swap(taken, generations_[gen]);
     check_taken_over(gen, requests);
+    RCUBATCH_PROBE(async_batch_start, id_, through, requests);
 
     async_batch_report report;
     report.requests = requests;
@@ -1201,6 +1207,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
       std::scoped_lock lock(m_);
       deliver_stats(through, report.batch);  // before completed_: the waiters read them once it passes
       completed_ = through;
+      RCUBATCH_PROBE(async_complete, id_, through, requests);
       charged_bytes_ -= bytes;
       last_batch_end_ = end;
       running_ = false;

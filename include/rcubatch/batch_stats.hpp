@@ -8,6 +8,7 @@
 #include <array>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 
 #include "rcubatch/phase.hpp"
 
@@ -16,6 +17,10 @@ namespace rcubatch {
 /// What one batch did and what it cost; all zeros by default, filled in by the batch.
 struct batch_stats {
   using duration = std::chrono::nanoseconds;  ///< every time in it
+
+  /// The batch's number in the process: 1, 2, 3, ... in start order (0: refused, or not run), as
+  /// stall reports and the probes (docs/observability.md) name it.
+  std::uint64_t batch_id = 0;
 
   std::size_t objects = 0;            ///< objects torn down, dependents included
   std::size_t dependents_added = 0;   ///< objects queued by hooks while the batch ran

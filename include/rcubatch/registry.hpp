@@ -97,6 +97,7 @@
 #include "rcubatch/detail/unregister_combiner.hpp"
 #include "rcubatch/detail/writer_lock.hpp"
 #include "rcubatch/grace_domain.hpp"
+#include "rcubatch/counters.hpp"
 #include "rcubatch/misuse.hpp"
 #include "rcubatch/read_guard.hpp"
 #include "rcubatch/registrable.hpp"
@@ -856,6 +857,11 @@ class basic_registry {
   grace_domain<Flavor>& domain() const noexcept { return *domain_; }
   /// Effects: the options given at construction. Throws: nothing.
   const registry_options& options() const noexcept { return options_; }
+  /// Effects: the totals of every batch this registry ran itself (unregister*, replace*; the
+  /// batches of an attached async_unregister count in its stats()) and its domain's counters
+  /// (counters.hpp). Thread safety: any thread, any time (never waits for a batch).
+  /// Complexity: O(kPhases). Blocking: a copy-long lock.
+  registry_counters counters() const noexcept { return {batch_totals_.read(), domain_->stats()}; }
 
  private:
   template <class I>
@@ -1003,7 +1009,9 @@ class basic_registry {
     auto lanes = std::make_tuple(lane(std::get<K>(q.q_), std::get<K>(policies_))...);
     const auto lock = detail::writer_lock_ref::make<detail::thread_flavors_t<Flavor, Policies...>>(
         mutex_, detail::lock_release_for(options_.unlock_during_waits, options_.hold_lock_through_drain));
-    return detail::run_specs(*domain_, options_.rollback, lock, std::get<K>(lanes)...);
+    batch_stats st = detail::run_specs(*domain_, options_.rollback, lock, std::get<K>(lanes)...);
+    batch_totals_.add(st);  // counters()
+    return st;
   }
 
   /// replace_with_children's body (see there). One pass applies, remembering each change; a
@@ -1138,6 +1146,7 @@ class basic_registry {
   registry_options options_;
   grace_domain<Flavor>* domain_;
   std::tuple<Policies...> policies_;
+  detail::shared_batch_totals batch_totals_;  // counters(): every batch run() ran
   detail::combiner_slot combiner_;  // an attached async_unregister, if any (attach/detach: its ctor/dtor)
 };
 

@@ -64,9 +64,11 @@
 #pragma once
 
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <iterator>
 #include <optional>
 #include <tuple>
@@ -74,6 +76,8 @@
 #include <utility>
 
 #include "rcubatch/batch.hpp"
+#include "rcubatch/detail/probe.hpp"
+#include "rcubatch/detail/type_name.hpp"
 #include "rcubatch/detail/writer_lock.hpp"
 #include "rcubatch/grace_domain.hpp"
 #include "rcubatch/owned.hpp"
@@ -175,13 +179,21 @@ class prefetcher {
   It end_;
 };
 
-/// Runs f as (part of) phase p: counts the entry and adds its wall time (batch_stats).
+/// Batch ids: 1, 2, 3, ... in start order across the process (batch_stats::batch_id), as the
+/// probes and the stall reports name batches.
+inline std::atomic<std::uint64_t> g_next_batch_id{1};
+
+/// Runs f as (part of) phase p: counts the entry and adds its wall time (batch_stats), which it
+/// returns; probe phase_end reports that entry (docs/observability.md).
 template <class F>
-void timed(batch_stats& stats, phase p, F&& f) {
+batch_stats::duration timed(batch_stats& stats, phase p, F&& f) {
   ++stats.phase_entries[static_cast<std::size_t>(p)];
   const auto t0 = std::chrono::steady_clock::now();
   std::forward<F>(f)();
-  stats.time_of(p) += std::chrono::duration_cast<batch_stats::duration>(std::chrono::steady_clock::now() - t0);
+  const auto took = std::chrono::duration_cast<batch_stats::duration>(std::chrono::steady_clock::now() - t0);
+  stats.time_of(p) += took;
+  RCUBATCH_PROBE(phase_end, stats.batch_id, static_cast<unsigned>(p), to_string(p).data(), took.count());
+  return took;
 }
 
 /// One lane: a queue's objects and their policy's hooks; the passes over it call the hooks
@@ -343,17 +355,42 @@ class typed_lane : public lane_base {
   }
   void rebroadcast(registrable_base& r) noexcept override { hooks_.rebroadcast(access::downcast<T>(r)); }
   bool has_rebroadcast() const noexcept override { return hooks_type::has_rebroadcast; }
+  /// The stall line (ref_drain.hpp): the policy's name for the object; without a name hook, its
+  /// type, address, batch and phase ("waiting for ns::widget at 0x55d0c0 (batch 17, phase
+  /// ref_drain) to become free. Usage count = 1"). Probe drain_stall carries the same.
   void report_stall(const registrable_base& r, std::size_t& reports) noexcept override {
     const T& obj = access::downcast<T>(const_cast<registrable_base&>(r));
+    const std::uint64_t batch_id = batch_access::stats(owner_batch()).batch_id;
     diag_text line("waiting for ");
-    try {
-      line += hooks_.name(obj);
-    } catch (...) {
-      line += "<name unavailable: out of memory>";
+    diag_text what;  // the name, or the type and address
+    if constexpr (hooks_type::has_name) {
+      try {
+        what += hooks_.name(obj);
+      } catch (...) {
+        what += "<name unavailable: out of memory>";
+      }
+    } else {
+      char address[2 + 2 * sizeof(void*) + 1];
+      std::snprintf(address, sizeof address, "%p", static_cast<const void*>(&obj));
+      what += type_name<T>();
+      what += " at ";
+      what += std::string_view(address);
+    }
+    line += what.view();
+    if constexpr (!hooks_type::has_name) {
+      line += " (batch ";
+      line += batch_id;
+      line += ", phase ";
+      line += to_string(phase::ref_drain);
+      line += ")";
     }
     line += " to become free. Usage count = ";
     const std::uint64_t holders = r.refs().count();
     line += holders;
+    // The probe's name argument: the policy's name, or the type's (the address is an argument).
+    const char* const name_arg = hooks_type::has_name ? what.c_str() : type_name<T>().data();
+    RCUBATCH_PROBE(drain_stall, batch_id, &obj, name_arg, holders);
+    static_cast<void>(name_arg);  // unused when the probes are compiled out
     ref_drain::emit(drain_options_of(), line.view());
     // Who holds it (tracked types: ref_tracker.hpp), one line per live tracked hold.
     if constexpr (is_tracked_v<T>)
@@ -457,11 +494,13 @@ class rollback_engine {
   batch_stats run() {
     const auto start = clock::now();
     if (in_read_section<Flavor>()) return refuse_in_read_section();
+    stats_.batch_id = g_next_batch_id.fetch_add(1, std::memory_order_relaxed);
     validate();
     if (all_queues_empty()) return finish(start);
 
     // --- point of no return ---
     start_running();
+    RCUBATCH_PROBE(batch_start, stats_.batch_id, batch_.size());
     close_and_unlist();
     grace_period_1();
     notify_rounds();
@@ -605,9 +644,13 @@ class rollback_engine {
 
   /// A grace-period phase: skipped (gps_elided) if one has already elapsed since the snapshot;
   /// the caller's lock is released for the wait under unlock_during_waits.
+  /// Probe grace_period: one that this batch waited for, with the domain's number for it (the
+  /// cookie's sequence / 2: the domain's count of GPs once it ended).
   void grace_period(phase which) noexcept {
-    timed(stats_, which, [&] {
-      const gp_cookie cookie = domain_.snapshot();
+    gp_cookie cookie{};
+    bool waited = false;
+    const auto took = timed(stats_, which, [&] {
+      cookie = domain_.snapshot();
       if (domain_.elapsed(cookie)) {
         ++stats_.gps_elided;
         return;
@@ -615,16 +658,20 @@ class rollback_engine {
       lock_.unlock_for_grace_period();
       if (domain_.wait_for(cookie)) {
         ++stats_.grace_periods;
+        waited = true;
       } else {
         ++stats_.gps_elided;
       }
       lock_.relock_after_grace_period();
     });
+    if (waited) RCUBATCH_PROBE(grace_period, stats_.batch_id, cookie.sequence / 2, took.count());
+    static_cast<void>(took);  // unused when the probes are compiled out
   }
 
   batch_stats finish(clock::time_point start) noexcept {
     stats_.elapsed = std::chrono::duration_cast<batch_stats::duration>(clock::now() - start);
     stats_.lock_hold = stats_.elapsed - std::chrono::duration_cast<batch_stats::duration>(lock_.released_for());
+    RCUBATCH_PROBE(batch_end, stats_.batch_id, stats_.objects, stats_.grace_periods, stats_.elapsed.count());
     return stats_;
   }
 

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <cstdint>
 
+#include <rcubatch/counters.hpp>
+
 namespace netdev {
 
 /// Totals since the registry was created.
@@ -20,6 +22,7 @@ struct registry_counters {
   // a writer woken late from liburcu's GP sleep, holds one GP for a scheduler slice (netsim's seed
   // table classifies such runs). Legacy's and the registry's own synchronize calls count too.
   std::uint64_t longest_gp_wait_ns = 0;
+  rcubatch::batch_totals batch_totals{};  // every call's batch_stats summed: phase times, GPs, stalls
 
   /// Records one grace-period wait of `waited` (longest_gp_wait_ns).
   void note_gp_wait(std::chrono::nanoseconds waited) noexcept {

@@ -34,6 +34,7 @@ struct unreg_means {
     counters.stall_reports += s.stall_reports;
     counters.note_gp_wait(s.time_of(rcubatch::phase::grace_period_1));
     counters.note_gp_wait(s.time_of(rcubatch::phase::grace_period_2));
+    counters.batch_totals.add(s);
     last_batch = s;
   }
 };

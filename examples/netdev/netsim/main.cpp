@@ -2,7 +2,7 @@
 // for the commands and ../README.md (how to run the seed experiments) and ../RESULTS.md (their measurements).
 //
 //   netsim [--mode batched|legacy] [--readers N] [--flavor memb|qsbr|mb|bp] [-force]
-//          [--stats json] [-D NAME=VALUE]... (-batch FILE|- | COMMAND...)
+//          [--stats json|text] [-D NAME=VALUE]... (-batch FILE|- | COMMAND...)
 //   netsim seed-table [--short] [--repeat K] [--flavor F] [--readers N] [--scripts DIR]
 //   (parsed by netsim/options.hpp; this file picks the flavor and runs the interpreter)
 #include <cstdio>
@@ -56,6 +56,27 @@ void print_json(const netsim::session_result& r, const netsim::run_options& c) {
       static_cast<unsigned long long>(r.elapsed_ns), r.errors, static_cast<unsigned long long>(r.reader_lookups));
 }
 
+/// --stats text: the registry's live figures (rcubatch/counters.hpp) as an operator reads them,
+/// on stderr at exit (docs/observability.md).
+void print_figures(const netsim::session_result& r) {
+  const rcubatch::batch_totals& t = r.batch_totals;
+  std::fprintf(stderr,
+               "rcubatch figures: %llu batches, %llu objects, %llu grace periods waited (%llu elided, domain ran %llu), "
+               "%llu stall reports, %.3f ms in batches, %.3f ms with the writer lock held\n",
+               static_cast<unsigned long long>(t.batches), static_cast<unsigned long long>(t.objects),
+               static_cast<unsigned long long>(t.grace_periods), static_cast<unsigned long long>(t.gps_elided),
+               static_cast<unsigned long long>(r.grace_periods), static_cast<unsigned long long>(t.stall_reports),
+               static_cast<double>(t.elapsed.count()) / 1e6, static_cast<double>(t.lock_hold.count()) / 1e6);
+  std::fprintf(stderr, "  %-22s %9s %12s %12s\n", "phase", "entries", "total ms", "mean us");
+  for (const rcubatch::phase_row& row : rcubatch::kPhaseTable) {
+    const auto entries = t.phase_entries[static_cast<std::size_t>(row.id)];
+    if (entries == 0) continue;
+    const double ns = static_cast<double>(t.time_of(row.id).count());
+    std::fprintf(stderr, "  %-22.*s %9llu %12.3f %12.3f\n", static_cast<int>(row.name.size()), row.name.data(),
+                 static_cast<unsigned long long>(entries), ns / 1e6, ns / 1e3 / static_cast<double>(entries));
+  }
+}
+
 template <class Flavor>
 int run(const netsim::run_options& c) {
   std::ostream& out = c.stats_json ? std::cerr : std::cout;  // keep stdout one JSON object
@@ -81,6 +102,7 @@ int run(const netsim::run_options& c) {
     r = netsim::run_session<Flavor>(lines, c.vars, opt, out, std::cerr);
   }
   if (c.stats_json) print_json(r, c);
+  if (c.stats_text) print_figures(r);
   return r.errors == 0 ? 0 : 1;
 }
 

@@ -9,7 +9,7 @@ namespace netsim {
 
 const char* const kUsage =
     "usage: netsim [--mode batched|legacy] [--readers N] [--flavor memb|qsbr|mb|bp] [-force]\n"
-    "              [--stats json] [-D NAME=VALUE]... (-batch FILE|- | COMMAND...)\n"
+    "              [--stats json|text] [-D NAME=VALUE]... (-batch FILE|- | COMMAND...)\n"
     "       netsim seed-table [--short] [--repeat K] [--flavor F] [--readers N] [--scripts DIR]\n";
 
 const char* const kHelp =
@@ -95,8 +95,9 @@ command_line parse_command_line(const std::vector<std::string>& args, const std:
     } else if (a == "-force" || a == "--force") {
       r.session.force = true;
     } else if (a == "--stats" && has_value) {
-      if (args[++i] != "json") throw usage_error("--stats takes json");
-      r.stats_json = true;
+      const std::string& format = args[++i];
+      if (format != "json" && format != "text") throw usage_error("--stats takes json or text");
+      (format == "json" ? r.stats_json : r.stats_text) = true;
     } else if ((a == "-batch" || a == "-b") && has_value) {
       r.batch_file = args[++i];
     } else if (a == "-D" && has_value) {

@@ -2,7 +2,7 @@
 // that every good and bad argument can be tested without running anything (tests/netsim_options_test).
 //
 //   netsim [--mode batched|legacy] [--readers N] [--flavor memb|qsbr|mb|bp] [-force]
-//          [--stats json] [-D NAME=VALUE]... (-batch FILE|- | COMMAND...)
+//          [--stats json|text] [-D NAME=VALUE]... (-batch FILE|- | COMMAND...)
 //   netsim seed-table [--short] [--repeat K] [--flavor F] [--readers N] [--scripts DIR]
 //   netsim -h|--help
 #pragma once
@@ -29,6 +29,7 @@ struct run_options {
   session_options session;
   std::string flavor = "memb";  // one of is_flavor_name's names
   bool stats_json = false;      // --stats json: one JSON object on stdout, the answers on stderr
+  bool stats_text = false;      // --stats text: the registry's figures (batches, GPs, phase times) on stderr at exit
   std::string batch_file;       // "-" = stdin; empty: run `command`
   std::vector<std::string> command;
   variables vars;               // -D NAME=VALUE

@@ -31,6 +31,7 @@ struct session_result {
   std::uint64_t max_lock_hold_ns = 0;
   std::uint64_t elapsed_ns = 0;
   std::uint64_t reader_lookups = 0;
+  rcubatch::batch_totals batch_totals{};  // every batch's batch_stats summed (--stats text)
 };
 
 /// Runs what `feed(interp)` gives the interpreter on a fresh registry; feed returns false if a line
@@ -61,6 +62,7 @@ session_result run_session_with(Feed&& feed, variables vars, const session_optio
     r.routes = reg.route_count();
     r.objects_unregistered = c.objects_unregistered;
     r.batches = c.batches;
+    r.batch_totals = c.batch_totals;
     r.max_lock_hold_ns = c.max_lock_hold_ns;
     r.elapsed_ns = static_cast<std::uint64_t>(
         std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());

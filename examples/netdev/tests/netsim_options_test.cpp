@@ -91,7 +91,7 @@ TEST(netsim_options, bad_run_arguments_name_what_was_wrong) {
   EXPECT_EQ(error_of({"--readers", "65", "link", "show"}), "--readers takes a number from 0 to 64");
   EXPECT_EQ(error_of({"--readers", "-1", "link", "show"}), "--readers takes a number from 0 to 64");
   EXPECT_EQ(error_of({"--readers", "2x", "link", "show"}), "--readers takes a number from 0 to 64");
-  EXPECT_EQ(error_of({"--stats", "yaml", "link", "show"}), "--stats takes json");
+  EXPECT_EQ(error_of({"--stats", "yaml", "link", "show"}), "--stats takes json or text");
   EXPECT_EQ(error_of({"-D", "N", "link", "show"}), "-D needs NAME=VALUE");
   EXPECT_EQ(error_of({"--flavor", "signal", "link", "show"}), "unknown flavor 'signal'; expected one of: memb, qsbr, mb, bp");
   EXPECT_EQ(error_of({"--readers", "2"}), "no command: give -batch FILE|- or a COMMAND");

@@ -118,6 +118,7 @@
 #include <utility>
 
 #include "rcubatch/annotate.hpp"
+#include "rcubatch/detail/probe.hpp"
 #include "rcubatch/flavor.hpp"
 #include "rcubatch/fwd.hpp"
 #include "rcubatch/grace_domain.hpp"
@@ -723,6 +724,7 @@ class hlist_index {
   }
 
   void start_migration(std::size_t buckets) {
+    RCUBATCH_PROBE(index_resize, this, newest_->buckets(), buckets);
     table* t = make_table(buckets);
     newest_->future.store(t, std::memory_order_release);  // readers of the old table look here next
     newest_ = t;

@@ -70,6 +70,7 @@
 #include <utility>
 
 #include "rcubatch/annotate.hpp"
+#include "rcubatch/detail/probe.hpp"
 #include "rcubatch/flavor.hpp"  // the liburcu flavor headers must precede rculfhash.h
 #include "rcubatch/fwd.hpp"
 #include "rcubatch/misuse.hpp"
@@ -592,6 +593,7 @@ class lfht_index {
 
   void timed_resize() {  // to buckets_, in this thread
     const auto start = std::chrono::steady_clock::now();
+    RCUBATCH_PROBE(index_resize, this, std::size_t{0}, buckets_);  // 0: liburcu's resize worker may have moved the old count
     cds_lfht_resize(table_, buckets_);
     const auto took = std::chrono::steady_clock::now() - start;
     detail::lfht_resize_ns.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(took).count(),
