@@ -338,6 +338,35 @@ TEST(hlist_index_sizes, a_table_too_large_for_memory_is_refused_with_bad_alloc_a
   for (auto& s : a.all) ASSERT_TRUE(index.unlink(*s));
 }
 
+TEST(hlist_index_oscillation, an_add_inside_a_read_section_defers_the_wait_for_retired_tables_to_one_outside) {
+  // After a grow and a shrink the retired tables outweigh the newest: the next resize first waits
+  // for a grace period (file comment, "Grace periods"). Inside a read section that wait would
+  // deadlock (memb) or drop the reader's protection (qsbr), so it must not run there.
+  thread_registration<flavor::memb> reg;
+  grace_domain<flavor::memb> domain;  // only this index's waits count here
+  name_index<flavor::memb> index(hlist_options{}, domain);
+  arena a;
+  for (int i = 0; i < 16; ++i) a.make_linked(index, "v" + std::to_string(i), i);
+  index.resize(256);
+  index.resize(16);  // oscillated: two tables retired, nothing elapsed (nobody ran a GP)
+  ASSERT_EQ(index.retired_tables(), 2u);
+  ASSERT_EQ(index.buckets(), 16u);
+  const std::size_t resizes = index.resizes();
+  {
+    read_guard<flavor::memb> guard;
+    a.make_linked(index, "v16", 16);  // 17 objects in 16 buckets: this add would start a resize
+    EXPECT_EQ(domain.stats().grace_periods, 0u) << "the wait ran inside a read section";
+    EXPECT_EQ(index.resizes(), resizes) << "the resize waits for an update outside the section";
+    EXPECT_NE(index.find("v16"), nullptr);
+  }
+  a.make_linked(index, "v17", 17);  // outside: waits for the retired tables, then resizes
+  EXPECT_EQ(domain.stats().grace_periods, 1u);
+  EXPECT_EQ(index.resizes(), resizes + 1);
+  EXPECT_EQ(index.retired_tables(), 0u);
+  index.reclaim();
+  for (auto& s : a.all) ASSERT_TRUE(index.unlink(*s));
+}
+
 TYPED_TEST(hlist_index_test, prefetch_add_changes_nothing_before_or_during_a_resize) {
   name_index<TypeParam> index(hlist_options{.grow_factor = 2});
   for (int i = 0; i < 16; ++i) this->arena_.make_linked(index, "f" + std::to_string(i), i);
