@@ -171,7 +171,12 @@ class ref_drain final : public drain_listener {
     // counted from before its mark (which this drain saw, with acquire, before it could get here)
     // to its last touch of the drain, so none can be missed — whatever the order of the mark and
     // the lock inside released(). Short: a putter holds the lock for one notify.
-    while (in_released_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+    while (in_released_.load(std::memory_order_acquire) != 0) {
+#ifdef RCUBATCH_REF_DRAIN_TEST_PROBE
+      RCUBATCH_REF_DRAIN_TEST_PROBE("drain waits for putters");  // test seam: see released()
+#endif
+      std::this_thread::yield();
+    }
   }
 
   /// The last put() of a draining object (found through the object's queue): marks it told and
@@ -184,6 +189,12 @@ class ref_drain final : public drain_listener {
       told_ = true;
       cv_.notify_one();
     }
+#ifdef RCUBATCH_REF_DRAIN_TEST_PROBE
+    // Test seam (tests/ref_drain_test.cpp): a putter told the drain and left its lock, and is
+    // still inside released(): the drain must not return (its mutex and condition variable live
+    // on) before the fetch_sub below. Not defined otherwise: no cost.
+    RCUBATCH_REF_DRAIN_TEST_PROBE("putter inside released");
+#endif
     in_released_.fetch_sub(1, std::memory_order_release);  // this put's last touch of the drain
   }
 
