@@ -47,8 +47,9 @@
 // destroy (the kernel's order: netdev_run_todo waits for references after RTNL is dropped), and
 // takes it back to rebroadcast and before it returns. So a held object delays only the batch
 // waiting for it: other writers go on, and the holder itself may add and unregister other objects.
-// registry_options::hold_lock_through_drain restores the lock held throughout (a held object then
-// stops every writer, and a holder that writes deadlocks); unlock_during_waits releases it for the
+// registry_options::hold_lock_through_drain restores the lock held throughout but for the drain's
+// call_rcu barrier, which a queued callback may need it for (ref_drain.hpp, guarantee 5); a held
+// object then stops every writer, and a holder that writes deadlocks. unlock_during_waits releases it for the
 // grace periods too (rollback_many.hpp: only when no other lock nests inside this one). Hooks
 // before the drain (validate ... uninit, rebroadcast) run under the lock; destroy runs without it
 // unless hold_lock_through_drain. The lock knows its holder: a registry member (or a reclaimer's
