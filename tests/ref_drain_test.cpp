@@ -90,10 +90,9 @@ TEST(ref_drain, the_drain_does_not_return_while_the_last_putter_is_still_inside_
   fake::reset();
   grace_domain<fake> domain;
   destroy_order order;
-  auto nodes = make_registered(1);
-  nodes[0]->refs().hold();
   unreg_queue<node> q;
-  q.push(*nodes[0]);
+  node* const held = queue_registered(q, 1)[0];
+  held->refs().hold();
   std::mutex m;
   std::condition_variable cv;
   bool drain_waits = false, drain_returned = false;
@@ -124,7 +123,7 @@ TEST(ref_drain, the_drain_does_not_return_while_the_last_putter_is_still_inside_
     cv.notify_all();
   });
   drain_sleeps.wait();
-  nodes[0]->refs().put();  // the last put: parks inside released() until the drain shows its hand
+  held->refs().put();  // the last put: parks inside released() until the drain shows its hand
   writer.join();
   drain_probe::at = nullptr;
   EXPECT_FALSE(returned_while_putter_inside) << "the drain returned (its mutex and condition variable gone) "
