@@ -33,8 +33,8 @@ Equivalent mutants (considered, left out, and why):
   - released() marking the count told before taking the drain's lock (issue 22's survivor): since
     2026-12-03 the drain waits, before it returns, for every put inside released() (in_released_,
     counted before the mark), so the order inside released() no longer decides whether the drain
-    outlives the put. The window that wait closes (a drain returning while a put is between its
-    mark and its unlock) cannot be opened by a deterministic test; it is argued in ref_drain.hpp.
+    outlives the put. That wait itself is mutated (drain_returns_with_putter_in_released) and
+    killed through ref_drain.hpp's test seam, which parks a putter inside released().
 """
 import argparse
 import os
@@ -58,6 +58,7 @@ RT = "include/rcubatch/ref_tracker.hpp"
 SR = "include/rcubatch/sharded_refs.hpp"
 OW = "include/rcubatch/owned.hpp"
 HL = "include/rcubatch/index/hlist_index.hpp"
+LF = "include/rcubatch/index/lfht_index.hpp"
 DRAIN = ("ref_drain_test", r"^ref_drain\.")
 TRACK = ("ref_tracker_test", r"^ref_tracker\.")
 SHARD = ("sharded_refs_test", r"^sharded_refs\.")
@@ -75,6 +76,23 @@ def au(regex):
 def ow(regex):
     """A test of tests/owned_test.cpp (the owned fixture) by its whole name."""
     return ("owned_test", r"^owned\.owned\.(" + regex + ")$")
+
+
+TRACKED_PUT_CHECK = (  # issue 34 item 4: the plain put's decision, on a count read under the lock
+    "  void put() noexcept {\n"
+    "#ifdef RCUBATCH_REF_TRACKER_TEST_PROBE\n"
+    "    // Test seam (tests/ref_tracker_test.cpp): another hold(tag) may land here, before the check\n"
+    "    // takes the tracker's lock. Not defined otherwise: no cost.\n"
+    "    RCUBATCH_REF_TRACKER_TEST_PROBE();\n"
+    "#endif\n"
+    "    if (!tracker_->has_untracked(*count_)) {")
+TRACKED_PUT_CHECK_EARLY_READ = (  # the code before issue 34: the count read before the lock
+    "  void put() noexcept {\n"
+    "    const std::uint64_t seen = count_->count();\n"
+    "#ifdef RCUBATCH_REF_TRACKER_TEST_PROBE\n"
+    "    RCUBATCH_REF_TRACKER_TEST_PROBE();\n"
+    "#endif\n"
+    "    if (!(seen > tracker_->size())) {")
 
 
 def rg(regex):
@@ -188,7 +206,7 @@ MUTANTS = [
      "if (!registry_->template owns<k>(static_cast<object_at<k>&>(obj))) [[unlikely]]", "if (false) [[unlikely]]",
      rg("an_object_of_another_registry_is_refused_with_nothing_changed")),
     ("drain_holds_writer_lock_by_default", RG,
-     "return hold_lock_through_drain ? lock_release::never : lock_release::drain_only;",
+     "return hold_lock_through_drain ? lock_release::barrier_only : lock_release::drain_only;",
      "return lock_release::never;",
      rg("a_holder_that_writes_while_its_object_drains_is_not_blocked")),
     ("reentrant_call_not_refused", RG,
@@ -206,11 +224,38 @@ MUTANTS = [
      "      report_holders(obj, holders,", "      if (false) report_holders(obj, holders,", TRACK),
     ("token_put_twice_not_refused", RT, "      if (t.spent_) {", "      if (false) {", TRACK),
     ("plain_put_steals_tracked_hold", RT,
-     "    if (!tracker_->has_untracked(count_->count())) {", "    if (false) {", TRACK),
+     "    if (!tracker_->has_untracked(*count_)) {", "    if (false) {", TRACK),
     ("sharded_never_run_down", RM,
      "if constexpr (is_sharded_v<T>) sharded_access::run_down", "if constexpr (false) sharded_access::run_down", SHARD),
     ("sharded_run_down_without_bias", SR,
      "kBias = std::int64_t{1} << 28", "kBias = 0", SHARD),
+    # Issue 34: where two features meet.
+    ("tracked_put_reads_count_before_lock", RT, TRACKED_PUT_CHECK, TRACKED_PUT_CHECK_EARLY_READ,
+     ("ref_tracker_test",
+      r"^ref_tracker\.tracked_misuse\.a_plain_put_is_taken_when_a_tracked_hold_lands_just_before_its_check$")),
+    ("drain_barrier_on_call_rcu_worker", RD,  # fails by the test's 30 s watchdog: run with --timeout 45
+     "    if (!on_call_rcu_worker<Flavor>()) {", "    if (true) {",
+     ("registry_test", r"^registry\.registry_call_rcu\.an_unregister_from_a_call_rcu_callback_completes_once_the_holder_lets_go_during_its_drain$")),
+    ("barrier_keeps_writer_lock", WL,  # fails by the test's 30 s watchdog: run with --timeout 45
+     "    if (when_ == lock_release::barrier_only) release();\n  }\n  void relock_after_barrier()",
+     "  }\n  void relock_after_barrier()",
+     ("registry_test", r"^registry\.registry_call_rcu\.a_queued_callback_that_takes_the_writer_lock_does_not_deadlock_a_drain_holding_it$")),
+    ("hlist_table_bytes_unchecked", HL,
+     "    if (n > kMaxTableBuckets) throw std::bad_alloc();\n    void* mem", "    void* mem",
+     ("index_hlist_test", r"^index_hlist\.hlist_index_sizes\.")),
+    ("hlist_oscillation_wait_in_read_section", HL,
+     "        if (in_section()) return;               // a later update outside one does it\n", "",
+     ("index_hlist_test", r"^index_hlist\.hlist_index_oscillation\.")),
+    # Killed when the two writers run in parallel (1 of 2 runs at 1,000,000 cycles on the loaded
+    # 2-vCPU VM): a lost update needs a preemption or a cache-line steal between load and store.
+    ("lfht_size_not_an_rmw", LF,
+     "    size_.fetch_add(1, std::memory_order_relaxed);",
+     "    size_.store(size_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);",
+     ("index_lfht_test", r"^index_lfht\.lfht_index_writers\.")),
+    ("drain_returns_with_putter_in_released", RD,
+     "    while (in_released_.load(std::memory_order_acquire) != 0) {",
+     "    while (false && in_released_.load(std::memory_order_acquire) != 0) {",
+     ("ref_drain_test", r"^ref_drain\.ref_drain\.the_drain_does_not_return_while_the_last_putter_is_still_inside_released$")),
     # Not lanes' ...a_dependent_of_a_type_with_no_lane_is_fatal_under_every_policy: it passes on this
     # mutant (its death-test child, under report, still dies after printing the same message).
     ("missing_lane_left_out", BA, MISSING_LANE_FATAL, MISSING_LANE_LEFT_OUT,

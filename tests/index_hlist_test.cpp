@@ -23,6 +23,7 @@ inline std::function<void(const void*)> on_move;
 #include <span>
 #include <utility>
 #include <latch>
+#include <limits>
 #include <memory>
 #include <ranges>
 #include <string>
@@ -312,6 +313,64 @@ TYPED_TEST(hlist_index_test, reserve_stops_at_max_buckets) {
   index.reserve(1000);
   EXPECT_EQ(index.resizes(), 1u) << "at max_buckets already: nothing to do";
   index.reclaim();
+}
+
+TEST(hlist_index_sizes, a_table_too_large_for_memory_is_refused_with_bad_alloc_and_changes_nothing) {
+  // 2^61 buckets of 8 bytes: the byte count wraps (issue 34); SIZE_MAX: bit_ceil has no answer.
+  thread_registration<flavor::memb> reg;
+  arena a;
+  constexpr std::size_t kWraps = std::size_t{1} << 61;
+  constexpr std::size_t kHuge = std::numeric_limits<std::size_t>::max();
+  EXPECT_THROW(name_index<flavor::memb>(hlist_options{.initial_buckets = kWraps}), std::bad_alloc);
+  name_index<flavor::memb> index;
+  for (int i = 0; i < 100; ++i) a.make_linked(index, "v" + std::to_string(i), i);
+  const std::size_t buckets = index.buckets();
+  const std::size_t resizes = index.resizes();
+  for (std::size_t n : {kWraps, kHuge}) {
+    EXPECT_THROW(index.resize(n), std::bad_alloc) << n;
+    EXPECT_THROW(index.reserve(n), std::bad_alloc) << n;
+    EXPECT_EQ(index.buckets(), buckets);
+    EXPECT_EQ(index.resizes(), resizes);
+    EXPECT_EQ(index.size(), 100u);
+  }
+  for (int i = 0; i < 100; ++i) ASSERT_NE(find_in_guard(index, "v" + std::to_string(i)), nullptr) << i;
+  a.make_linked(index, "after", 100);  // still usable
+  EXPECT_NE(find_in_guard(index, "after"), nullptr);
+  name_index<flavor::memb> capped(hlist_options{.max_buckets = 64});
+  capped.reserve(kHuge);  // max_buckets caps the request before any size is computed
+  EXPECT_EQ(capped.buckets(), 64u);
+  index.reclaim();
+  capped.reclaim();
+  for (auto& s : a.all) ASSERT_TRUE(index.unlink(*s));
+}
+
+TEST(hlist_index_oscillation, an_add_inside_a_read_section_defers_the_wait_for_retired_tables_to_one_outside) {
+  // After a grow and a shrink the retired tables outweigh the newest: the next resize first waits
+  // for a grace period (file comment, "Grace periods"). Inside a read section that wait would
+  // deadlock (memb) or drop the reader's protection (qsbr), so it must not run there.
+  thread_registration<flavor::memb> reg;
+  grace_domain<flavor::memb> domain;  // only this index's waits count here
+  name_index<flavor::memb> index(hlist_options{}, domain);
+  arena a;
+  for (int i = 0; i < 16; ++i) a.make_linked(index, "v" + std::to_string(i), i);
+  index.resize(256);
+  index.resize(16);  // oscillated: two tables retired, nothing elapsed (nobody ran a GP)
+  ASSERT_EQ(index.retired_tables(), 2u);
+  ASSERT_EQ(index.buckets(), 16u);
+  const std::size_t resizes = index.resizes();
+  {
+    read_guard<flavor::memb> guard;
+    a.make_linked(index, "v16", 16);  // 17 objects in 16 buckets: this add would start a resize
+    EXPECT_EQ(domain.stats().grace_periods, 0u) << "the wait ran inside a read section";
+    EXPECT_EQ(index.resizes(), resizes) << "the resize waits for an update outside the section";
+    EXPECT_NE(index.find("v16"), nullptr);
+  }
+  a.make_linked(index, "v17", 17);  // outside: waits for the retired tables, then resizes
+  EXPECT_EQ(domain.stats().grace_periods, 1u);
+  EXPECT_EQ(index.resizes(), resizes + 1);
+  EXPECT_EQ(index.retired_tables(), 0u);
+  index.reclaim();
+  for (auto& s : a.all) ASSERT_TRUE(index.unlink(*s));
 }
 
 TYPED_TEST(hlist_index_test, prefetch_add_changes_nothing_before_or_during_a_resize) {

@@ -12,6 +12,7 @@ static_assert(RCUBATCH_INDEX_CHECKS == 1, "lfht_index's read-side checks must be
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <latch>
 #include <memory>
@@ -420,6 +421,63 @@ TYPED_TEST(lfht_index_test, readers_never_see_an_object_retired_after_a_grace_pe
   for (session* s : live) ASSERT_TRUE(index.unlink(*s));
   EXPECT_EQ(poisoned.load(), 0);
   EXPECT_GT(found.load(), 0) << "the readers found nothing: the check above was vacuous";
+}
+
+TEST(lfht_index_writers, two_writers_without_a_common_lock_keep_an_exact_size_and_one_winner_per_key) {
+  // Each writer adds its own kOwn keys and unlinks every other one, and both race add_unique on
+  // kShared keys of their own objects: rculfhash decides each race, the index's count must agree.
+  constexpr int kOwn = 50'000;
+  constexpr int kShared = 10'000;
+  test::watchdog dog(std::chrono::seconds(120), "two lfht_index writers without a lock");
+  thread_registration<flavor::memb> reg;
+  id_index<flavor::memb> index;
+  arena a;
+  std::vector<session*> own[2], shared[2];
+  for (int w = 0; w < 2; ++w) {
+    for (int i = 0; i < kOwn; ++i) own[w].push_back(&a.make("own", w * kOwn + i));
+    for (int i = 0; i < kShared; ++i) shared[w].push_back(&a.make("shared", 2 * kOwn + i));
+  }
+  std::atomic<int> shared_won{0}, unlinked{0};
+  std::latch start(2);
+  auto writer = [&](int w) {
+    thread_registration<flavor::memb> r;
+    start.arrive_and_wait();
+    for (int i = 0; i < kOwn; ++i) {
+      EXPECT_TRUE(index.add_unique(*own[w][static_cast<std::size_t>(i)]));
+      if (i < kShared && index.add_unique(*shared[w][static_cast<std::size_t>(i)])) shared_won.fetch_add(1);
+      if (i % 2 == 1 && index.unlink(*own[w][static_cast<std::size_t>(i - 1)])) unlinked.fetch_add(1);
+    }
+  };
+  std::thread w0(writer, 0), w1(writer, 1);
+  w0.join();
+  w1.join();
+  EXPECT_EQ(shared_won.load(), kShared) << "exactly one add_unique of each shared key links";
+  EXPECT_EQ(unlinked.load(), kOwn);
+  EXPECT_EQ(index.size(), static_cast<std::size_t>(kOwn + kShared)) << "updates lost by the count";
+  std::size_t walked = 0;
+  {
+    read_guard<flavor::memb> guard;
+    for ([[maybe_unused]] const session& s : index) ++walked;
+  }
+  EXPECT_EQ(walked, index.size());
+  for (auto& s : a.all) index.unlink(*s);
+  EXPECT_EQ(index.size(), 0u);
+  // Then both cycle add/unlink of a few objects each: the count's line bounces between them.
+  constexpr int kCycles = 2'000'000;
+  std::latch again(2);
+  auto cycler = [&](int w) {
+    thread_registration<flavor::memb> r;
+    again.arrive_and_wait();
+    for (int i = 0; i < kCycles; ++i) {
+      session& s = *own[w][static_cast<std::size_t>(i % 64)];
+      EXPECT_TRUE(index.add_unique(s));
+      EXPECT_TRUE(index.unlink(s));
+    }
+  };
+  std::thread c0(cycler, 0), c1(cycler, 1);
+  c0.join();
+  c1.join();
+  EXPECT_EQ(index.size(), 0u) << "updates lost by the count";
 }
 
 using lfht_index_death = lfht_index_test<flavor::memb>;

@@ -1,5 +1,19 @@
 // The ref drain: out-of-order destroy, wake-up on the last put, stall report, rebroadcast.
+#include <functional>
+#include <string_view>
+
+// ref_drain.hpp's test seam: called with "putter inside released" by a last put() between its
+// wake-up of the drain and its last touch of the drain, and with "drain waits for putters" by the
+// drain while it waits for such puts. Defined before the header is included; no other
+// translation unit of this binary includes it.
+namespace drain_probe {
+inline std::function<void(std::string_view)> at;
+}
+#define RCUBATCH_REF_DRAIN_TEST_PROBE(where) (::drain_probe::at ? ::drain_probe::at(where) : void())
+
+#include <atomic>
 #include <condition_variable>
+#include <latch>
 #include <mutex>
 #include <thread>
 
@@ -71,6 +85,51 @@ TEST(ref_drain, destroys_each_object_as_its_last_reference_drops_in_any_order) {
 
 std::vector<std::string> g_lines;
 node* g_held = nullptr;
+
+TEST(ref_drain, the_drain_does_not_return_while_the_last_putter_is_still_inside_released) {
+  fake::reset();
+  grace_domain<fake> domain;
+  destroy_order order;
+  unreg_queue<node> q;
+  node* const held = queue_registered(q, 1)[0];
+  held->refs().hold();
+  std::mutex m;
+  std::condition_variable cv;
+  bool drain_waits = false, drain_returned = false;
+  bool returned_while_putter_inside = false;
+  drain_probe::at = [&](std::string_view where) {
+    if (where == "drain waits for putters") {
+      std::lock_guard l(m);
+      drain_waits = true;
+      cv.notify_all();
+    } else if (where == "putter inside released") {
+      // Park the putter until the drain has either reached its wait for putters or returned.
+      std::unique_lock l(m);
+      cv.wait(l, [&] { return drain_waits || drain_returned; });
+      returned_while_putter_inside = drain_returned;
+    }
+  };
+  watchdog dog(std::chrono::seconds(30), "a drain and its last putter inside released()");
+  std::latch drain_sleeps(1);
+  std::atomic<bool> hooked{false};
+  rollback_options opts;
+  opts.drain.before_sleep = [&] {  // the object is marked draining: its last put() tells the drain
+    if (!hooked.exchange(true)) drain_sleeps.count_down();
+  };
+  std::thread writer([&] {
+    (void)rollback_many(q, ordering_policy{&order}, domain, opts);
+    std::lock_guard l(m);
+    drain_returned = true;
+    cv.notify_all();
+  });
+  drain_sleeps.wait();
+  held->refs().put();  // the last put: parks inside released() until the drain shows its hand
+  writer.join();
+  drain_probe::at = nullptr;
+  EXPECT_FALSE(returned_while_putter_inside) << "the drain returned (its mutex and condition variable gone) "
+                                                "while the putter was still inside released()";
+  EXPECT_EQ(order.ids, std::vector<int>{0});
+}
 
 TEST(ref_drain, a_held_reference_produces_the_stall_report_naming_the_object) {
   fake::reset();

@@ -1,7 +1,21 @@
 // Tracked references: who holds an object (holders, the stall report), and each misuse by name.
+#include <functional>
+
+// ref_tracker.hpp's test seam: called by a plain put() before it decides, under the tracker's
+// lock, whether the object has a plain hold to drop. Defined before the header is included; no
+// other translation unit of this binary includes it.
+namespace tracker_probe {
+inline std::function<void()> before_plain_put_check;
+}
+#define RCUBATCH_REF_TRACKER_TEST_PROBE() \
+  (::tracker_probe::before_plain_put_check ? ::tracker_probe::before_plain_put_check() : void())
+
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
+#include <latch>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -11,6 +25,7 @@
 #include <rcubatch/counting_flavor.hpp>
 
 #include "support/misuse_capture.hpp"
+#include "support/watchdog.hpp"
 
 namespace rcubatch::test {
 namespace {
@@ -178,6 +193,58 @@ TEST(ref_tracker_death, holds_never_put_are_reported_when_the_process_exits) {
         std::exit(0);
       },
       ::testing::ExitedWithCode(0), "1 tracked hold\\(s\\) never put when the process exited");
+}
+
+// --- tracked and untracked holds of one object, concurrently (issue 34) ------------------------
+
+/// Counts reports from any thread (misuse_log keeps them in order, from one thread only).
+struct misuse_counter {
+  std::atomic<int> calls{0};
+  void operator()(misuse_kind, std::string_view) noexcept { calls.fetch_add(1, std::memory_order_relaxed); }
+};
+
+TEST_F(tracked_misuse, a_plain_put_is_taken_when_a_tracked_hold_lands_just_before_its_check) {
+  d.refs().hold();  // the plain hold the put drops
+  ref_token late;
+  tracker_probe::before_plain_put_check = [&] {
+    tracker_probe::before_plain_put_check = nullptr;
+    late = d.refs().hold("late");  // another holder, between the put's entry and its decision
+  };
+  d.refs().put();
+  tracker_probe::before_plain_put_check = nullptr;
+  EXPECT_TRUE(log.kinds.empty()) << (log.messages.empty() ? "" : log.messages[0]);
+  EXPECT_EQ(d.refs().count(), 1u) << "the plain hold is dropped; only the tracked one is left";
+  ASSERT_TRUE(late.holds());
+  d.refs().put(late);
+  EXPECT_EQ(d.refs().count(), 0u);
+}
+
+TEST(ref_tracker, balanced_plain_and_tracked_holders_on_two_threads_report_nothing_and_leave_no_hold) {
+  misuse_counter misuse;
+  scoped_misuse_policy policy{misuse_policy::report, misuse};
+  device d;
+  constexpr int kRounds = 2'000'000;
+  watchdog dog(std::chrono::seconds(60), "plain and tracked holders of one object");
+  std::latch start(2);
+  std::thread plain_holder([&] {
+    start.arrive_and_wait();
+    for (int i = 0; i < kRounds; ++i) {
+      d.refs().hold();
+      d.refs().put();
+    }
+  });
+  std::thread tracked_holder([&] {
+    start.arrive_and_wait();
+    for (int i = 0; i < kRounds; ++i) {
+      ref_token t = d.refs().hold("tracked");
+      d.refs().put(t);
+    }
+  });
+  plain_holder.join();
+  tracked_holder.join();
+  EXPECT_EQ(misuse.calls.load(), 0) << "a legitimate plain put was refused as ref_token_unknown";
+  EXPECT_EQ(d.refs().count(), 0u) << "a refused put left its hold behind: the object's drain would wait forever";
+  EXPECT_TRUE(holders(d).empty());
 }
 
 TEST(ref_tracker, untracked_holds_on_an_untracked_type_are_unchanged) {

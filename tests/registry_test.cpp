@@ -623,6 +623,102 @@ TEST(registry_race, two_threads_deleting_the_same_key_exactly_one_wins) {
   EXPECT_TRUE(reg.index<by_id>().empty());
 }
 
+// --- drains and call_rcu threads (issue 34, item 5) ---------------------------------------------
+
+using memb_items_registry = basic_registry<flavor::memb, std::mutex, items_counted_atomically>;
+
+/// What a call_rcu callback of these tests works on (a callback is a plain function: it finds
+/// its test through this; one test at a time).
+struct deferred_work {
+  rcu_head head{};
+  memb_items_registry* reg = nullptr;
+  item* obj = nullptr;
+  std::latch done{1};
+  std::size_t objects = 0;
+  bool added = false;
+};
+deferred_work* g_deferred = nullptr;
+
+/// A deferred teardown: unregisters g_deferred->obj from a memb call_rcu worker.
+void unregister_deferred(rcu_head*) {
+  g_deferred->objects = g_deferred->reg->unregister(*g_deferred->obj).objects;
+  g_deferred->done.count_down();
+}
+/// A deferred publish: takes the writer lock (add) from a memb call_rcu worker.
+void add_deferred(rcu_head*) {
+  g_deferred->added = g_deferred->reg->add(*g_deferred->obj);
+  g_deferred->done.count_down();
+}
+
+TEST(registry_call_rcu, an_unregister_from_a_call_rcu_callback_completes_once_the_holder_lets_go_during_its_drain) {
+  watchdog dog(std::chrono::seconds(30), "unregister from a call_rcu callback, object held into the drain");
+  thread_registration<flavor::memb> self;
+  grace_domain<flavor::memb> domain;
+  std::latch drain_sleeps(1);
+  std::atomic<bool> told{false};
+  registry_options opts;  // default: the lock is released for the drain
+  opts.rollback.drain.before_sleep = [&] {
+    if (!told.exchange(true)) drain_sleeps.count_down();
+  };
+  memb_items_registry reg(opts, domain);
+  auto* x = new item(1, "x");
+  ASSERT_TRUE(reg.add(*x));
+  x->refs().hold();
+  deferred_work work;
+  work.reg = &reg;
+  work.obj = x;
+  g_deferred = &work;
+  call_after_grace_period<flavor::memb, unregister_deferred>(&work.head);
+  drain_sleeps.wait();  // the drain on the call_rcu worker found X held and is about to sleep
+  EXPECT_EQ(reg.policy<items_counted_atomically>().destroyed.load(), 0);
+  x->refs().put();
+  work.done.wait();
+  EXPECT_EQ(work.objects, 1u);
+  EXPECT_EQ(reg.policy<items_counted_atomically>().destroyed.load(), 1);
+  EXPECT_EQ(domain.stats().barriers, 0u) << "no rcu_barrier on a call_rcu worker: it would wait for itself";
+  g_deferred = nullptr;
+  domain.barrier();  // call_after_grace_period's requirement: nothing queued at exit
+}
+
+TEST(registry_call_rcu, a_queued_callback_that_takes_the_writer_lock_does_not_deadlock_a_drain_holding_it) {
+  watchdog dog(std::chrono::seconds(30), "hold_lock_through_drain and a call_rcu callback taking the writer lock");
+  thread_registration<flavor::memb> self;
+  grace_domain<flavor::memb> domain;
+  deferred_work work;
+  std::atomic<bool> queued{false};
+  registry_options opts;
+  opts.hold_lock_through_drain = true;
+  opts.rollback.drain.before_sleep = [&] {  // runs before the drain's barrier, lock held
+    if (!queued.exchange(true)) call_after_grace_period<flavor::memb, add_deferred>(&work.head);
+  };
+  memb_items_registry reg(opts, domain);
+  auto* x = new item(1, "x");
+  ASSERT_TRUE(reg.add(*x));
+  x->refs().hold();
+  work.reg = &reg;
+  work.obj = new item(2, "y");
+  g_deferred = &work;
+  std::size_t unregistered = 0;
+  std::thread writer([&] {
+    thread_registration<flavor::memb> r;
+    unregistered = reg.unregister(*x).objects;
+  });
+  work.done.wait();  // the callback took the lock during the drain's barrier
+  EXPECT_TRUE(work.added);
+  EXPECT_EQ(reg.policy<items_counted_atomically>().destroyed.load(), 0) << "X is still held";
+  x->refs().put();
+  writer.join();
+  EXPECT_EQ(unregistered, 1u);
+  EXPECT_EQ(reg.policy<items_counted_atomically>().destroyed.load(), 1);
+  {
+    read_guard<flavor::memb> guard;
+    EXPECT_NE(reg.find<by_id>(guard, 2), nullptr) << "the deferred add published Y";
+  }
+  EXPECT_EQ(reg.unregister(*work.obj).objects, 1u);
+  g_deferred = nullptr;
+  domain.barrier();
+}
+
 // --- atomic replace (issue 23, item 2) ------------------------------------------------------------
 
 TEST_F(registry_counting, replace_swaps_in_every_index_and_tears_the_old_one_down) {

@@ -26,6 +26,8 @@
 #include <concepts>
 #include <string_view>
 
+#include <pthread.h>
+
 #include <urcu/urcu-bp.h>
 #include <urcu/urcu-mb.h>
 #include <urcu/urcu-memb.h>
@@ -46,6 +48,16 @@ void urcu_mb_call_rcu(struct rcu_head*, void (*)(struct rcu_head*));
 void urcu_mb_barrier(void);
 void urcu_bp_call_rcu(struct rcu_head*, void (*)(struct rcu_head*));
 void urcu_bp_barrier(void);
+// The same guard hides the per-thread call_rcu data queries (the four flavors' own symbols).
+struct call_rcu_data;
+struct call_rcu_data* urcu_memb_get_thread_call_rcu_data(void);
+pthread_t urcu_memb_get_call_rcu_thread(struct call_rcu_data*);
+struct call_rcu_data* urcu_qsbr_get_thread_call_rcu_data(void);
+pthread_t urcu_qsbr_get_call_rcu_thread(struct call_rcu_data*);
+struct call_rcu_data* urcu_mb_get_thread_call_rcu_data(void);
+pthread_t urcu_mb_get_call_rcu_thread(struct call_rcu_data*);
+struct call_rcu_data* urcu_bp_get_thread_call_rcu_data(void);
+pthread_t urcu_bp_get_call_rcu_thread(struct call_rcu_data*);
 // The same guard problem hides all but one flavor's function table from <urcu/flavor.h>.
 extern const struct rcu_flavor_struct urcu_memb_flavor;
 extern const struct rcu_flavor_struct urcu_qsbr_flavor;
@@ -83,6 +95,8 @@ using rcu_callback = void (*)(rcu_head*);
 ///   barrier()             Effects: waits for every call() callback queued before it.
 ///                         Requires: outside any read-side section. Blocking: yes.
 ///   table() (liburcu flavors only)  liburcu's rcu_flavor_struct, for cds_lfht_new_flavor.
+///   on_call_rcu_worker() (optional; the four liburcu flavors have it)  true on one of the
+///                         flavor's call_rcu worker threads (read it through on_call_rcu_worker<F>()).
 /// None of them throws.
 template <class F>
 concept rcu_flavor = requires(rcu_head* head, rcu_callback cb) {
@@ -100,6 +114,16 @@ concept rcu_flavor = requires(rcu_head* head, rcu_callback cb) {
   F::call(head, cb);
   F::barrier();
 };
+
+namespace detail {
+/// Whether the calling thread is the call_rcu worker of `crdp`, the thread's own call_rcu data.
+/// liburcu 0.13.2 sets a worker's call_rcu data to its own when it starts (call_rcu_thread) and has
+/// no direct "am I a worker" query; any thread may also point its data at a worker
+/// (set_thread_call_rcu_data) to direct its callbacks there, so the worker's thread id decides.
+inline bool is_call_rcu_worker(struct call_rcu_data* crdp, pthread_t (*worker_of)(struct call_rcu_data*)) noexcept {
+  return crdp != nullptr && pthread_equal(worker_of(crdp), pthread_self()) != 0;
+}
+}  // namespace detail
 
 namespace flavor {
 
@@ -121,6 +145,9 @@ struct memb {
   static void synchronize() noexcept { urcu_memb_synchronize_rcu(); }
   static void call(rcu_head* h, rcu_callback f) noexcept { urcu_memb_call_rcu(h, f); }
   static void barrier() noexcept { urcu_memb_barrier(); }
+  static bool on_call_rcu_worker() noexcept {
+    return detail::is_call_rcu_worker(urcu_memb_get_thread_call_rcu_data(), urcu_memb_get_call_rcu_thread);
+  }
   ///@}
   /// liburcu's function table for this flavor, as rculfhash wants it (cds_lfht_new_flavor).
   static const rcu_flavor_struct& table() noexcept { return urcu_memb_flavor; }
@@ -144,6 +171,9 @@ struct qsbr {
   static void synchronize() noexcept { urcu_qsbr_synchronize_rcu(); }
   static void call(rcu_head* h, rcu_callback f) noexcept { urcu_qsbr_call_rcu(h, f); }
   static void barrier() noexcept { urcu_qsbr_barrier(); }
+  static bool on_call_rcu_worker() noexcept {
+    return detail::is_call_rcu_worker(urcu_qsbr_get_thread_call_rcu_data(), urcu_qsbr_get_call_rcu_thread);
+  }
   ///@}
   /// liburcu's function table for this flavor, as rculfhash wants it (cds_lfht_new_flavor).
   static const rcu_flavor_struct& table() noexcept { return urcu_qsbr_flavor; }
@@ -166,6 +196,9 @@ struct mb {
   static void synchronize() noexcept { urcu_mb_synchronize_rcu(); }
   static void call(rcu_head* h, rcu_callback f) noexcept { urcu_mb_call_rcu(h, f); }
   static void barrier() noexcept { urcu_mb_barrier(); }
+  static bool on_call_rcu_worker() noexcept {
+    return detail::is_call_rcu_worker(urcu_mb_get_thread_call_rcu_data(), urcu_mb_get_call_rcu_thread);
+  }
   ///@}
   /// liburcu's function table for this flavor, as rculfhash wants it (cds_lfht_new_flavor).
   static const rcu_flavor_struct& table() noexcept { return urcu_mb_flavor; }
@@ -190,6 +223,9 @@ struct bp {
   static void synchronize() noexcept { urcu_bp_synchronize_rcu(); }
   static void call(rcu_head* h, rcu_callback f) noexcept { urcu_bp_call_rcu(h, f); }
   static void barrier() noexcept { urcu_bp_barrier(); }
+  static bool on_call_rcu_worker() noexcept {
+    return detail::is_call_rcu_worker(urcu_bp_get_thread_call_rcu_data(), urcu_bp_get_call_rcu_thread);
+  }
   ///@}
   /// liburcu's function table for this flavor, as rculfhash wants it (cds_lfht_new_flavor).
   static const rcu_flavor_struct& table() noexcept { return urcu_bp_flavor; }
@@ -255,6 +291,23 @@ bool in_read_section() noexcept {
     return false;
   } else {
     return Flavor::read_ongoing();
+  }
+}
+
+/// Effects: true when the calling thread is one of Flavor's liburcu call_rcu worker threads (it is
+/// running a callback queued with Flavor::call, or call_after_grace_period). There, Flavor's
+/// barrier can never return: liburcu's rcu_barrier queues a callback on every worker, this one
+/// included, and waits for them all, and this worker runs nothing else until its current callback
+/// returns ("rcu_barrier() should never be called from a call_rcu() thread", liburcu's
+/// doc/rcu-api.md). The ref drain skips its barrier there (ref_drain.hpp, guarantee 5). False for a
+/// flavor without on_call_rcu_worker() (a test double whose barrier runs callbacks inline).
+/// Complexity: O(1), two liburcu calls. Blocking: never. Thread safety: any thread.
+template <class Flavor>
+bool on_call_rcu_worker() noexcept {
+  if constexpr (requires { { Flavor::on_call_rcu_worker() } -> std::convertible_to<bool>; }) {
+    return Flavor::on_call_rcu_worker();
+  } else {
+    return false;
   }
 }
 

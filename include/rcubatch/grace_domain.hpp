@@ -171,7 +171,9 @@ class grace_domain {
   /// Effects: waits for every Flavor::call callback queued before it (liburcu rcu_barrier), from
   /// any thread. liburcu itself only prints and returns when called inside a read-side section;
   /// this diagnoses it as fatal.
-  /// Requires: not inside a read-side section. Throws: nothing.
+  /// Requires: not inside a read-side section; not on one of Flavor's call_rcu worker threads
+  /// (on_call_rcu_worker<Flavor>(), flavor.hpp: liburcu's barrier would wait for that worker
+  /// forever; the ref drain skips its barrier there). Throws: nothing.
   /// Complexity: O(queued callbacks). Blocking: yes, until they ran (at least one GP).
   void barrier() {
     check_blocking_allowed("barrier");

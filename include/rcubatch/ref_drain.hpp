@@ -31,12 +31,19 @@
 //      last put() that sits in a queued call_rcu callback (or in what the hook flushes) is seen
 //      before the drain sleeps, and before any stall report or rebroadcast (the kernel's
 //      netdev_wait_allrefs_any runs rcu_barrier before every sleep for this reason: a lazy
-//      call_rcu once kept `ip netns del` waiting). Requires: a callback queued with the flavor's
-//      call must not wait for the writer lock while a drain runs with it held (the default; the
-//      barrier would wait for the callback, the callback for the lock), and the hook must not
-//      either. The barrier runs offline under qsbr (grace_domain::barrier: detail/blocking.hpp).
-//      It runs only when objects are still held after the first pass: a drain with no holders
-//      pays nothing.
+//      call_rcu once kept `ip netns del` waiting). The barrier runs without the registry's writer
+//      lock: a drain that holds it (hold_lock_through_drain) releases it for the barrier and
+//      takes it back before the rescan, as the kernel drops RTNL before rcu_barrier — so a queued
+//      callback may take the writer lock. On one of the flavor's call_rcu worker threads (a
+//      deferred teardown: registry::unregister from a call_rcu callback) the barrier is skipped:
+//      liburcu's rcu_barrier must never run there (it would wait for this worker, busy in the
+//      very callback that waits: on_call_rcu_worker, flavor.hpp); the callbacks it would flush
+//      run behind the drain on that worker, or on other workers, where a last put() still wakes
+//      the drain. Requires: the hook must not wait for the writer lock; a caller's own lock held
+//      through a drain (rollback_many without unlock_during_waits) must not be waited for by a
+//      queued callback. The barrier runs offline under qsbr (grace_domain::barrier:
+//      detail/blocking.hpp). It runs only when objects are still held after the first pass: a
+//      drain with no holders pays nothing.
 //
 // It sleeps on a condition variable that the last put() signals — no polling, no fixed sleeps.
 // The put finds the drain through its object's queue and marks the count told under the drain's
@@ -164,7 +171,12 @@ class ref_drain final : public drain_listener {
     // counted from before its mark (which this drain saw, with acquire, before it could get here)
     // to its last touch of the drain, so none can be missed — whatever the order of the mark and
     // the lock inside released(). Short: a putter holds the lock for one notify.
-    while (in_released_.load(std::memory_order_acquire) != 0) std::this_thread::yield();
+    while (in_released_.load(std::memory_order_acquire) != 0) {
+#ifdef RCUBATCH_REF_DRAIN_TEST_PROBE
+      RCUBATCH_REF_DRAIN_TEST_PROBE("drain waits for putters");  // test seam: see released()
+#endif
+      std::this_thread::yield();
+    }
   }
 
   /// The last put() of a draining object (found through the object's queue): marks it told and
@@ -177,6 +189,12 @@ class ref_drain final : public drain_listener {
       told_ = true;
       cv_.notify_one();
     }
+#ifdef RCUBATCH_REF_DRAIN_TEST_PROBE
+    // Test seam (tests/ref_drain_test.cpp): a putter told the drain and left its lock, and is
+    // still inside released(): the drain must not return (its mutex and condition variable live
+    // on) before the fetch_sub below. Not defined otherwise: no cost.
+    RCUBATCH_REF_DRAIN_TEST_PROBE("putter inside released");
+#endif
     in_released_.fetch_sub(1, std::memory_order_release);  // this put's last touch of the drain
   }
 
@@ -190,7 +208,16 @@ class ref_drain final : public drain_listener {
       } catch (...) {  // a hook must not throw; a throwing one loses its flush, not the drain
       }
     }
-    domain.barrier();  // offline under qsbr; a read section here is the caller's misuse (fatal)
+    if (!on_call_rcu_worker<Flavor>()) {
+      writer_lock_.unlock_for_barrier();  // hold_lock_through_drain: a queued callback may need it
+      domain.barrier();  // offline under qsbr; a read section here is the caller's misuse (fatal)
+      writer_lock_.relock_after_barrier();
+    }
+    // else: a drain on one of the flavor's call_rcu workers (a deferred teardown: unregister from
+    // a callback) must not wait for the barrier — liburcu's would wait for this worker, which runs
+    // nothing until this callback returns. The callbacks the barrier would flush cannot be
+    // waited for here: those queued on this worker run only after the drain returns, those on
+    // other workers run anyway, and a last put() among them wakes the drain as any other does.
     ++stats_.drain_flushes;
     const std::size_t freed = release_told();
     if (freed > 0) note_wait();

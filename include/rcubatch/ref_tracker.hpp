@@ -191,10 +191,15 @@ class ref_tracker {
     std::lock_guard lock(mutex_);
     live_.erase(live_.iterator_to(h));
   }
-  /// Whether `holders` exceeds the tracked holds: a plain put() has a plain hold to drop.
-  bool has_untracked(std::uint64_t holders) const noexcept {
+  /// Whether the object's count exceeds its tracked holds: a plain put() has a plain hold to
+  /// drop. The count is read under the lock, as link() and unlink() change the list: a tracked
+  /// hold counts itself before it links and a tracked put unlinks before it drops its count, so
+  /// under the lock count >= listed holds + the caller's own plain hold, whatever other threads
+  /// do. (A count read before the lock let a hold(tag) link in between: 1 plain hold counted,
+  /// then 1 listed, and a legitimate put() was refused as ref_token_unknown — issue 34.)
+  bool has_untracked(const ref_count& count) const noexcept {
     std::lock_guard lock(mutex_);
-    return holders > live_.size();
+    return count.count() > live_.size();
   }
   std::size_t size() const noexcept {
     std::lock_guard lock(mutex_);
@@ -298,7 +303,12 @@ class tracked_ref_count {
   /// Effects: drops an untracked hold. Misuse: when every hold left is tracked, it is refused and
   /// diagnosed (ref_token_unknown): it would drop a tracked holder's reference.
   void put() noexcept {
-    if (!tracker_->has_untracked(count_->count())) {
+#ifdef RCUBATCH_REF_TRACKER_TEST_PROBE
+    // Test seam (tests/ref_tracker_test.cpp): another hold(tag) may land here, before the check
+    // takes the tracker's lock. Not defined otherwise: no cost.
+    RCUBATCH_REF_TRACKER_TEST_PROBE();
+#endif
+    if (!tracker_->has_untracked(*count_)) {
       detail::diagnose_noexcept(misuse_kind::ref_token_unknown,
                                 "put() without a token on an object whose every hold is tracked: a put without its "
                                 "hold (or use put(token)); the put is refused");

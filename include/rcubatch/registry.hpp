@@ -47,8 +47,9 @@
 // destroy (the kernel's order: netdev_run_todo waits for references after RTNL is dropped), and
 // takes it back to rebroadcast and before it returns. So a held object delays only the batch
 // waiting for it: other writers go on, and the holder itself may add and unregister other objects.
-// registry_options::hold_lock_through_drain restores the lock held throughout (a held object then
-// stops every writer, and a holder that writes deadlocks); unlock_during_waits releases it for the
+// registry_options::hold_lock_through_drain restores the lock held throughout but for the drain's
+// call_rcu barrier, which a queued callback may need it for (ref_drain.hpp, guarantee 5); a held
+// object then stops every writer, and a holder that writes deadlocks. unlock_during_waits releases it for the
 // grace periods too (rollback_many.hpp: only when no other lock nests inside this one). Hooks
 // before the drain (validate ... uninit, rebroadcast) run under the lock; destroy runs without it
 // unless hold_lock_through_drain. The lock knows its holder: a registry member (or a reclaimer's
@@ -150,7 +151,10 @@ struct registry_options {
   /// default, the kernel's order (netdev_run_todo waits for references after RTNL is released):
   /// with it on, one held object stops every writer of the registry until it is let go, and a
   /// thread that holds a reference and then writes (add, unregister) deadlocks against the batch
-  /// that waits for its reference. Ignored when unlock_during_waits is on.
+  /// that waits for its reference. The lock is still released around the drain's call_rcu barrier
+  /// (ref_drain.hpp, guarantee 5; the kernel drops RTNL before rcu_barrier): a queued callback
+  /// that takes the writer lock would otherwise deadlock the drain. Ignored when
+  /// unlock_during_waits is on.
   bool hold_lock_through_drain = false;
   rollback_options rollback{};  ///< passed to each batch's rollback_many
 };
@@ -159,7 +163,7 @@ namespace detail {
 /// How a batch of a registry (or its reclaimer) treats the writer lock, from the options.
 constexpr lock_release lock_release_for(bool unlock_during_waits, bool hold_lock_through_drain) noexcept {
   if (unlock_during_waits) return lock_release::grace_periods;
-  return hold_lock_through_drain ? lock_release::never : lock_release::drain_only;
+  return hold_lock_through_drain ? lock_release::barrier_only : lock_release::drain_only;
 }
 
 /// The position of X among Ts, or sizeof...(Ts) if absent; how many times it occurs.

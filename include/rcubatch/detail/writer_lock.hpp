@@ -77,6 +77,7 @@ enum class lock_release : unsigned char {
   never,            ///< held through the whole batch (no lock given, or the caller's choice)
   drain_only,       ///< held through the grace periods, released for the disposals and the drain
   grace_periods,    ///< released for the grace-period waits as well (unlock_during_waits)
+  barrier_only,     ///< held through the drain too, except around its call_rcu barrier (hold_lock_through_drain)
 };
 
 class writer_lock_ref {
@@ -104,12 +105,9 @@ class writer_lock_ref {
   void relock_after_grace_period() noexcept {
     if (when_ == lock_release::grace_periods) relock();
   }
-  /// Before the disposals and the ref drain: releases the lock under either opt-in.
+  /// Before the disposals and the ref drain: releases the lock under drain_only and grace_periods.
   void unlock() noexcept {
-    if (lock_ == nullptr || !held_) return;
-    unlock_(lock_);
-    held_ = false;
-    unlocked_at_ = clock::now();
+    if (when_ != lock_release::barrier_only) release();
   }
   void relock() noexcept {
     if (lock_ == nullptr || held_) return;
@@ -117,13 +115,31 @@ class writer_lock_ref {
     held_ = true;
     released_for_ += clock::now() - unlocked_at_;
   }
-  /// True when the lock is released at some point of the batch: other writers may run meanwhile
-  /// (and, from the drain on, race with this batch for its objects: a cascade reaching one).
-  bool released_during_waits() const noexcept { return lock_ != nullptr; }
+  /// Around the ref drain's call_rcu barrier (ref_drain.hpp, guarantee 5): a callback the barrier
+  /// waits for may take the writer lock, so a batch that holds it through the drain
+  /// (barrier_only) gives it back for the barrier, as the kernel drops RTNL before rcu_barrier.
+  /// Under the other modes the lock is already released there (or was never given).
+  void unlock_for_barrier() noexcept {
+    if (when_ == lock_release::barrier_only) release();
+  }
+  void relock_after_barrier() noexcept {
+    if (when_ == lock_release::barrier_only) relock();
+  }
+  /// True when the lock is released while the batch releases (destroys) its objects: other
+  /// writers may run meanwhile and race with this batch for its objects (a cascade reaching one).
+  /// Not under barrier_only: the objects are released only with the lock held again.
+  bool released_during_waits() const noexcept { return lock_ != nullptr && when_ != lock_release::barrier_only; }
   /// Total time the lock was given back to other writers.
   clock::duration released_for() const noexcept { return released_for_; }
 
  private:
+  void release() noexcept {
+    if (lock_ == nullptr || !held_) return;
+    unlock_(lock_);
+    held_ = false;
+    unlocked_at_ = clock::now();
+  }
+
   void* lock_ = nullptr;
   void (*unlock_)(void*) noexcept = nullptr;
   void (*relock_)(void*) noexcept = nullptr;

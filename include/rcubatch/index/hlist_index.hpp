@@ -110,6 +110,7 @@
 #include <cstdlib>
 #include <functional>
 #include <iterator>
+#include <limits>
 #include <new>
 #include <stdexcept>
 #include <string>
@@ -210,6 +211,11 @@ class hlist_index {
     std::size_t bytes() const noexcept { return sizeof(table) + buckets() * sizeof(cds_hlist_head); }
   };
   static_assert(alignof(table) >= alignof(cds_hlist_head));
+  /// The most buckets a table may have: its size in bytes (header and heads) must fit a size_t.
+  /// 2^61 buckets of 8 bytes used to wrap the size to the header's alone (issue 34: a heap
+  /// overflow, where bad_alloc is documented).
+  static constexpr std::size_t kMaxTableBuckets =
+      std::bit_floor((std::numeric_limits<std::size_t>::max() - sizeof(table)) / sizeof(cds_hlist_head));
 
  public:
   using value_type = T;  ///< the indexed objects' type
@@ -383,7 +389,7 @@ class hlist_index {
   void resize(std::size_t buckets) {
     const writer_scope w(this, "resize");
     finish_migration();
-    const std::size_t n = clamp(std::bit_ceil(buckets == 0 ? std::size_t{1} : buckets));
+    const std::size_t n = buckets_for(buckets);
     if (n == newest_->buckets()) return;
     start_migration(n);
     finish_migration();
@@ -396,7 +402,7 @@ class hlist_index {
   /// line at a large size. Requires and Throws: as resize. Complexity: O(size() + objects) when
   /// it resizes, O(1) otherwise.
   void reserve(std::size_t objects) {
-    if (objects > newest_->buckets() && clamp(std::bit_ceil(objects)) > newest_->buckets()) resize(objects);
+    if (objects > newest_->buckets() && buckets_for(objects) > newest_->buckets()) resize(objects);
   }
 
   /// Requires: outside read sections of Flavor (misuse blocking_in_read_section, nothing done).
@@ -647,7 +653,19 @@ class hlist_index {
     }
   }
 
+  /// The bucket count for a request of `n`: the power of two at or above it, within min/max
+  /// (both powers of two, so clamping first changes nothing but keeps bit_ceil in range).
+  /// Throws: std::bad_alloc past kMaxTableBuckets, where no table fits (bit_ceil has no answer).
+  std::size_t buckets_for(std::size_t n) const {
+    n = clamp(n == 0 ? std::size_t{1} : n);
+    if (n > kMaxTableBuckets) throw std::bad_alloc();
+    return clamp(std::bit_ceil(n));
+  }
+
+  /// The one place a table's size is computed. Throws: std::bad_alloc (no table of `n` buckets
+  /// fits in memory, or in a size_t), nothing allocated.
   static table* make_table(std::size_t n) {
+    if (n > kMaxTableBuckets) throw std::bad_alloc();
     void* mem = std::calloc(1, sizeof(table) + n * sizeof(cds_hlist_head));  // zeroed heads: empty chains
     if (mem == nullptr) throw std::bad_alloc();
     return new (mem) table(n);

@@ -27,9 +27,15 @@
 // defaults handle strings (any type convertible to std::string_view, so a std::string key can be
 // looked up with a string_view or a literal) and integers or enums.
 //
-// Thread safety / memory ordering: updates (add_unique, add, add_or_replace, replace, unlink, resize)
-// come from one writer at a time (the registry's writer lock); find and iteration run concurrently
-// with them from any registered thread inside a read_guard<Flavor>. rculfhash needs the read lock
+// Thread safety / memory ordering: updates (add_unique, add, add_or_replace, replace, unlink,
+// resize, grow_if_needed) may come from several writers at once with no common lock, as rculfhash
+// allows — the index's own bookkeeping (size(), the bucket count, each hook's link mark) is
+// atomic, and rculfhash decides every race: of two add_unique of one key one links, of two unlinks
+// of one object one returns true, an unlink racing add_or_replace/replace of its object loses to
+// it or wins (and the replace returns false). Requires: each object is added by one writer (its
+// hook is that writer's until add returns), and the caller keeps an object alive while it passes
+// it to a member. A registry serializes its writers anyway (its writer lock). find and iteration
+// run concurrently with all of them from any registered thread inside a read_guard<Flavor>. rculfhash needs the read lock
 // even for updates: the update members take it themselves (nesting inside the caller's guard is
 // fine). Everything the writer wrote into an object before adding it is visible to a reader that
 // finds it; the ThreadSanitizer edges for that (annotate_publish / annotate_subscribe) are built in.
@@ -93,13 +99,13 @@ struct lfht_hook {
   lfht_hook& operator=(const lfht_hook&) = delete;
 
   /// True while the object is linked in an index (writer side: read it under the writer lock).
-  bool is_linked() const noexcept { return linked_in_ != nullptr; }
+  bool is_linked() const noexcept { return linked_in_.load(std::memory_order_relaxed) != nullptr; }
 
   /// lfht_index's bookkeeping, read and written by the index only: not for users.
   ///@{
   cds_lfht_node node_{};         // first member: rculfhash hands back &node_
   T* owner_ = nullptr;           // set before publication, never changed while readers can see it
-  const void* linked_in_ = nullptr;  // the index it is linked in; writer only, readers never read it
+  std::atomic<const void*> linked_in_{nullptr};  // the index it is linked in; writers only (any number, relaxed: rculfhash orders the links)
   ///@}
 };
 
@@ -187,9 +193,11 @@ class lfht_index {
         throw std::invalid_argument("rcubatch::lfht_index: min_buckets is larger than max_buckets");
     }
     const int flags = options.growth == lfht_growth::automatic ? CDS_LFHT_AUTO_RESIZE | CDS_LFHT_ACCOUNTING : 0;
-    buckets_ = options.max_buckets != 0 && options.initial_buckets > options.max_buckets ? options.max_buckets
-                                                                                           : options.initial_buckets;
-    table_ = cds_lfht_new_flavor(buckets_, options.min_buckets, options.max_buckets, flags, flavor_table(), nullptr);
+    const unsigned long initial = options.max_buckets != 0 && options.initial_buckets > options.max_buckets
+                                      ? options.max_buckets
+                                      : options.initial_buckets;
+    buckets_.store(initial, std::memory_order_relaxed);
+    table_ = cds_lfht_new_flavor(initial, options.min_buckets, options.max_buckets, flags, flavor_table(), nullptr);
     if (table_ == nullptr) throw std::bad_alloc();
   }
 
@@ -210,7 +218,7 @@ class lfht_index {
         cds_lfht_iter it;
         for (cds_lfht_first(table_, &it); cds_lfht_iter_get_node(&it) != nullptr; cds_lfht_next(table_, &it)) {
           cds_lfht_node* n = cds_lfht_iter_get_node(&it);
-          if (cds_lfht_del(table_, n) == 0) hook_of(n)->linked_in_ = nullptr;
+          if (cds_lfht_del(table_, n) == 0) hook_of(n)->linked_in_.store(nullptr, std::memory_order_relaxed);
         }
       });
     }
@@ -230,7 +238,7 @@ class lfht_index {
   lfht_index(const lfht_index&) = delete;
   lfht_index& operator=(const lfht_index&) = delete;
 
-  // --- Writer side: one writer at a time; each takes the flavor's read lock for its call -------
+  // --- Writer side: concurrent writers allowed (file comment); each takes the read lock itself --
 
   /// Requires: obj's hook is not linked; its key and reader-visible fields are initialized.
   /// Effects: links obj unless an object with an equal key is linked; returns whether it did. On
@@ -297,8 +305,8 @@ class lfht_index {
       linked(h);
       return nullptr;
     }
-    h.linked_in_ = this;  // took old's place: the size is unchanged
-    hook_of(old)->linked_in_ = nullptr;
+    h.linked_in_.store(this, std::memory_order_relaxed);  // took old's place: the size is unchanged
+    hook_of(old)->linked_in_.store(nullptr, std::memory_order_relaxed);
     return hook_of(old)->owner_;
   }
 
@@ -308,7 +316,7 @@ class lfht_index {
   /// std::invalid_argument if the keys differ (nothing changed). Complexity: O(1) expected.
   bool replace(T& old_obj, T& new_obj) {
     lfht_hook<T>& old_h = old_obj.*Hook;
-    if (old_h.linked_in_ != this) return false;
+    if (old_h.linked_in_.load(std::memory_order_relaxed) != this) return false;
     if (!check_unlinked(new_obj, "replace")) return false;
     const auto& key = key_of_(new_obj);
     if (!equal_(key_of_(old_obj), key))
@@ -328,29 +336,29 @@ class lfht_index {
       });
     }
     if (rc != 0) return false;  // only a concurrent writer could cause it: outside the contract
-    old_h.linked_in_ = nullptr;
-    h.linked_in_ = this;
+    old_h.linked_in_.store(nullptr, std::memory_order_relaxed);
+    h.linked_in_.store(this, std::memory_order_relaxed);
     return true;
   }
 
   /// Effects: true when obj is linked in this index (not in another one, nor in none). Writer
   /// side (under the writer lock); readers never need it. Complexity: O(1), no lookup.
-  bool holds(const T& obj) const noexcept { return (obj.*Hook).linked_in_ == this; }
+  bool holds(const T& obj) const noexcept { return (obj.*Hook).linked_in_.load(std::memory_order_relaxed) == this; }
 
   /// Effects: if obj is linked here, unlinks it and returns true; readers already inside a read
   /// section may still find it, so free it (or add it again) only after a grace period. Returns
   /// false if it was not linked here. Never frees. Complexity: O(1) expected. Blocking: never.
   bool unlink(T& obj) noexcept {
     lfht_hook<T>& h = obj.*Hook;
-    if (h.linked_in_ != this) return false;
+    if (h.linked_in_.load(std::memory_order_relaxed) != this) return false;
     int rc = 0;
     {
       check_online("unlink");  // before the guard, which would bring an offline thread online
       with_read_lock([&]() noexcept { rc = cds_lfht_del(table_, &h.node_); });
     }
     if (rc != 0) return false;
-    h.linked_in_ = nullptr;  // owner_ stays: a reader may still be reading it
-    size_.store(size_.load(std::memory_order_relaxed) - 1, std::memory_order_relaxed);
+    h.linked_in_.store(nullptr, std::memory_order_relaxed);  // owner_ stays: a reader may still be reading it
+    size_.fetch_sub(1, std::memory_order_relaxed);  // an RMW: writers may race (a load and a store lost updates)
     return true;
   }
 
@@ -364,10 +372,11 @@ class lfht_index {
                            ": a shrink waits for a grace period");
       return;
     }
-    buckets_ = std::bit_ceil(buckets == 0 ? 1UL : buckets);
-    if (buckets_ < options_.min_buckets) buckets_ = options_.min_buckets;
-    if (options_.max_buckets != 0 && buckets_ > options_.max_buckets) buckets_ = options_.max_buckets;
-    timed_resize();
+    unsigned long n = std::bit_ceil(buckets == 0 ? 1UL : buckets);
+    if (n < options_.min_buckets) n = options_.min_buckets;
+    if (options_.max_buckets != 0 && n > options_.max_buckets) n = options_.max_buckets;
+    buckets_.store(n, std::memory_order_relaxed);
+    timed_resize(n);
   }
 
   /// lfht_growth::on_add: runs the growth an add inside a read section deferred. Requires:
@@ -375,11 +384,13 @@ class lfht_index {
   void grow_if_needed() {
     if (options_.growth != lfht_growth::on_add || in_section()) return;
     const std::size_t n = size();
-    if (n <= buckets_ || (options_.max_buckets != 0 && buckets_ >= options_.max_buckets)) return;
+    unsigned long b = buckets_.load(std::memory_order_relaxed);
+    if (n <= b || (options_.max_buckets != 0 && b >= options_.max_buckets)) return;
     unsigned long target = std::bit_ceil(static_cast<unsigned long>(n));
     if (options_.max_buckets != 0 && target > options_.max_buckets) target = options_.max_buckets;
-    buckets_ = target;
-    timed_resize();  // grows in this thread: no grace period
+    // Of concurrent writers past the same size, one grows (rculfhash serializes resizes anyway).
+    if (!buckets_.compare_exchange_strong(b, target, std::memory_order_relaxed)) return;
+    timed_resize(target);  // grows in this thread: no grace period
   }
 
   /// Writer side: find() with the read lock taken for the call. Requires: the caller serializes
@@ -479,20 +490,21 @@ class lfht_index {
   std::default_sentinel_t end() const noexcept { return {}; }
   ///@}
 
-  /// Linked objects, as counted by the writer (exact under the writer lock; any thread may read).
+  /// Linked objects, as counted by the writers (exact once concurrent updates have returned; any
+  /// thread may read).
   std::size_t size() const noexcept { return size_.load(std::memory_order_relaxed); }
   /// size() == 0.
   bool empty() const noexcept { return size() == 0; }
   /// Writer side: whether obj is linked in this index.
-  bool contains(const T& obj) const noexcept { return (obj.*Hook).linked_in_ == this; }
+  bool contains(const T& obj) const noexcept { return (obj.*Hook).linked_in_.load(std::memory_order_relaxed) == this; }
   /// Effects: obj's key as this index computes it (KeyOf), linked or not: what find_locked takes
   /// to look up the object obj would replace (registry::replace_with_children). Throws: what KeyOf throws.
   decltype(auto) key_of(const T& obj) const { return key_of_(obj); }
   /// The bucket count the writer last asked rculfhash for (automatic growth changes it unseen).
-  unsigned long buckets() const noexcept { return buckets_; }
+  unsigned long buckets() const noexcept { return buckets_.load(std::memory_order_relaxed); }
   /// Resizes this index ran in its writers' threads (growth on add, grow_if_needed, resize); their
   /// time is in lfht_total_resize_time(). Writer side.
-  std::size_t resizes() const noexcept { return resizes_; }
+  std::size_t resizes() const noexcept { return resizes_.load(std::memory_order_relaxed); }
 
  private:
   template <class K>
@@ -522,7 +534,7 @@ class lfht_index {
 
   bool check_unlinked(T& obj, const char* op) {
     if (!(obj.*Hook).is_linked()) return true;
-    detail::diagnose_hook_linked("lfht_index", op, (obj.*Hook).linked_in_ == this);
+    detail::diagnose_hook_linked("lfht_index", op, (obj.*Hook).linked_in_.load(std::memory_order_relaxed) == this);
     return false;
   }
 
@@ -591,19 +603,19 @@ class lfht_index {
     else return &Flavor::table();
   }
 
-  void timed_resize() {  // to buckets_, in this thread
+  void timed_resize(unsigned long buckets) {  // in this thread
     const auto start = std::chrono::steady_clock::now();
-    RCUBATCH_PROBE(index_resize, this, std::size_t{0}, buckets_);  // 0: liburcu's resize worker may have moved the old count
-    cds_lfht_resize(table_, buckets_);
+    RCUBATCH_PROBE(index_resize, this, std::size_t{0}, buckets);  // 0: liburcu's resize worker may have moved the old count
+    cds_lfht_resize(table_, buckets);
     const auto took = std::chrono::steady_clock::now() - start;
     detail::lfht_resize_ns.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(took).count(),
                                      std::memory_order_relaxed);
-    ++resizes_;
+    resizes_.fetch_add(1, std::memory_order_relaxed);
   }
 
   void linked(lfht_hook<T>& h) {
-    h.linked_in_ = this;
-    size_.store(size_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+    h.linked_in_.store(this, std::memory_order_relaxed);
+    size_.fetch_add(1, std::memory_order_relaxed);
     grow_if_needed();
   }
 
@@ -611,11 +623,11 @@ class lfht_index {
   [[no_unique_address]] Hash hash_;
   [[no_unique_address]] KeyEqual equal_;
   lfht_options options_;
-  unsigned long buckets_ = 0;           // the count last asked of rculfhash; writer only
+  std::atomic<unsigned long> buckets_{0};  // the count last asked of rculfhash; writers only
   const lfht_runtime_flavor* runtime_ = nullptr;  // lfht_runtime_flavor only; null otherwise
   cds_lfht* table_ = nullptr;
-  std::atomic<std::size_t> size_{0};    // written by the writer, relaxed: size() may be read anywhere
-  std::size_t resizes_ = 0;             // writer only
+  std::atomic<std::size_t> size_{0};    // writers' RMWs, relaxed: size() may be read anywhere
+  std::atomic<std::size_t> resizes_{0};  // writers only
 };
 
 }  // namespace rcubatch
