@@ -326,7 +326,7 @@ class run {
  public:
   using registry = registry_t<F>;
 
-  explicit run(const options& o) : o_(o), doing_(o.readers + o.writers + 1) {}
+  explicit run(const options& o) : o_(o), doing_(o.readers + o.writers + 2) {}
 
   int go() {
     g = &s_;
@@ -347,7 +347,10 @@ class run {
   }
 
  private:
-  doing_slot& main_slot() { return doing_.back(); }
+  doing_slot& main_slot() {
+    s_.c.progress.fetch_add(1, std::memory_order_relaxed);  // a step of the epoch: progress
+    return doing_.back();
+  }
 
   // --- one epoch: a fresh registry with one of the three lock modes -----------------------------
   void run_epoch(unsigned epoch) {
@@ -411,12 +414,14 @@ class run {
       if (s_.c.created[k].load() != s_.c.destroyed[k].load())
         s_.violation("epoch " + std::to_string(epoch) + ": " + kKindNames[k] + " created " +
                      std::to_string(s_.c.created[k].load()) + ", destroyed " + std::to_string(s_.c.destroyed[k].load()));
-    std::lock_guard lock(s_.quarantine_mutex);
     if (s_.c.violations.load() != 0) {
-      // Objects may still be registered (a leaked family): freeing them would be a fatal misuse.
-      s_.quarantine.clear();
-      return;
+      // Objects may still be registered (a leaked family): destroying the registry or freeing
+      // them would be a fatal misuse that hides the report. Report and leave now.
+      const int rc = report(epoch + 1);
+      std::fflush(stdout);
+      std::_Exit(rc);
     }
+    std::lock_guard lock(s_.quarantine_mutex);
     for (auto [k, l] : s_.quarantine) {
       if (l->magic != kPoison) s_.violation("quarantine: an object not poisoned");
       switch (k) {
@@ -677,7 +682,8 @@ class run {
     }
     const auto r = reg_->replace_with_children(*o, *n, kids);
     if (!r.replaced) {
-      s_.violation("replace_with_children of a registered family refused");
+      s_.violation(std::string("replace_with_children of a registered ") + kKindNames[kind_of<P>()] +
+                   " and its children refused");
       for (C* c : kids) delete c;
       delete n;
       return;
@@ -709,8 +715,11 @@ class run {
     // On liburcu's call_rcu thread: liburcu registered it with F, rcubatch must be told
     // (read_guard.hpp: without it, the registry's read sections diagnose reader_not_registered).
     static thread_local rcubatch::thread_registration<F> adopted{rcubatch::adopt_registration};
+    doing_slot& me = doing_[o_.readers + o_.writers];
+    const std::uint64_t id = d.obj->id;  // d.obj is alive: only this callback deletes it
+    me.set(d.by_key ? "call_rcu callback: try_unregister<Index>(key) of a top"
+                    : "call_rcu callback: try_unregister(obj) of a top", id);
     if (d.by_key) {
-      const std::uint64_t id = d.obj->id;  // d.obj is alive: only this callback deletes it
       const auto r = d.via_hlist ? reg_->template try_unregister<by_hlist<top, F>>(id)
                                  : reg_->template try_unregister<by_lfht<top, F>>(id);
       expect(r.status == rcubatch::unregister_status::unregistered, "call_rcu callback: try_unregister<Index>(key)");
@@ -718,6 +727,7 @@ class run {
       const auto r = reg_->try_unregister(*d.obj);
       expect(r.status == rcubatch::unregister_status::unregistered, "call_rcu callback: try_unregister(obj)");
     }
+    me.set("call_rcu callback: returned", id);
     s_.c.progress.fetch_add(1, std::memory_order_relaxed);
   }
 
@@ -879,7 +889,9 @@ class run {
     while (!finished_) {
       // Sampling, not synchronization: progress is checked once a second.
       dog_cv_.wait_for(lock, std::chrono::seconds(1));
-      const std::uint64_t now = s_.c.progress.load() + s_.c.lookups.load();
+      // Writers' operations, call_rcu deletes and the epochs' steps: not the readers' lookups,
+      // which go on while every writer is deadlocked.
+      const std::uint64_t now = s_.c.progress.load();
       if (now != last) {
         last = now;
         last_change = clock_type::now();
@@ -937,7 +949,7 @@ class run {
   const options& o_;
   shared s_;
   rcubatch::grace_domain<F> domain_;
-  std::vector<doing_slot> doing_;  // readers, writers, main
+  std::vector<doing_slot> doing_;  // readers, writers, the call_rcu callbacks, main
   registry* reg_ = nullptr;
   std::vector<stripe>* stripes_ = nullptr;
   std::atomic<bool> hold_lock_{false};  // this epoch's registry_options::hold_lock_through_drain
