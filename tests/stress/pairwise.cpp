@@ -476,10 +476,12 @@ class run {
     std::mt19937_64 rng(o_.seed * 31 + epoch * 1009 + i);
     std::deque<held> holds;
     const bool untracked = o_.enabled(combo::hold_untracked_leaf);
+    std::vector<std::pair<kind, const life*>> seen;  // found in this section: re-checked at its end
     std::uint64_t iteration = 0;
     while (!stop_readers_.load(std::memory_order_acquire)) {
       ++iteration;
       me.set("reader: in a read section", epoch);
+      seen.clear();
       {
         rcubatch::read_guard<F> guard;
         const std::uint64_t top_id = next_id_.load(std::memory_order_relaxed);
@@ -488,6 +490,7 @@ class run {
           const bool hl = rng() % 2 == 0;
           if (top* t = look<top>(guard, id, hl)) {
             check(t, "top");
+            seen.emplace_back(k_top, t);
             if (!t->lone && rng() % 8 == 0) {
               t->refs().hold();
               holds.push_back({k_top, t, {}, false, iteration});
@@ -496,6 +499,7 @@ class run {
           }
           if (mid* m = look<mid>(guard, id, hl)) {
             check(m, "mid");
+            seen.emplace_back(k_mid, m);
             if (top* p = m->owner.parent()) check(p, "the top a found mid names");
             s_.count(combo::read_parent_checked);
             if (rng() % 8 == 0) {
@@ -506,6 +510,7 @@ class run {
           }
           if (leaf* l = look<leaf>(guard, id, hl)) {
             check(l, "leaf");
+            seen.emplace_back(k_leaf, l);
             if (mid* p = l->owner.parent()) {
               check(p, "the mid a found leaf names");
               if (top* pp = p->owner.parent()) check(pp, "the top a found leaf's mid names");
@@ -522,6 +527,13 @@ class run {
               }
             }
           }
+        }
+        // Everything found must still be intact at the section's end: this widens the window in
+        // which an early free is seen from nanoseconds to the whole section.
+        for (auto [k, o] : seen) {
+          if (k == k_top) check(static_cast<const top*>(o), "top (at the section's end)");
+          else if (k == k_mid) check(static_cast<const mid*>(o), "mid (at the section's end)");
+          else check(static_cast<const leaf*>(o), "leaf (at the section's end)");
         }
       }
       me.set("reader: putting references", epoch);
