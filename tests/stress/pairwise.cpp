@@ -311,7 +311,8 @@ struct stripe {
   std::vector<std::uint64_t> dead_ids;  // ids this stripe deleted: a key lookup must miss them
 };
 
-/// A deferred delete: queued with the flavor's call_rcu, run on liburcu's call_rcu thread.
+/// A deferred delete: queued with call_after_grace_period (the flavor's call_rcu), run on
+/// liburcu's call_rcu worker.
 struct deferred_delete {
   rcu_head head;  // first: the callback gets its address
   void* run;
@@ -724,9 +725,9 @@ class run {
     delete d;
   }
   void run_deferred(const deferred_delete& d) {
-    // On liburcu's call_rcu thread: liburcu registered it with F, rcubatch must be told
-    // (read_guard.hpp: without it, the registry's read sections diagnose reader_not_registered).
-    static thread_local rcubatch::thread_registration<F> adopted{rcubatch::adopt_registration};
+    // On liburcu's call_rcu worker, through call_after_grace_period (flavor.hpp), which marks the
+    // worker registered (a raw F::call would make the registry's read sections diagnose
+    // reader_not_registered) and gives TSan the edges the raw call lacks.
     doing_slot& me = doing_[o_.readers + o_.writers];
     const std::uint64_t id = d.obj->id;  // d.obj is alive: only this callback deletes it
     me.set(d.by_key ? "call_rcu callback: try_unregister<Index>(key) of a top"
@@ -747,7 +748,7 @@ class run {
   void defer_delete(stripe& st, top* t, std::mt19937_64& rng) {
     forget(st, t, false);
     auto* d = new deferred_delete{{}, this, t, rng() % 2 == 0, rng() % 2 == 0};
-    F::call(&d->head, &run::deferred);
+    rcubatch::call_after_grace_period<F, &run::deferred>(&d->head);
     if (t->lone && !hold_lock_) {
       s_.count(d->by_key ? combo::call_rcu_del_key_lone_top : combo::call_rcu_del_obj_lone_top);
     }
