@@ -1,7 +1,7 @@
 // tests/stress/pairwise.cpp — rcubatch_pairwise: the features of issue 34's interaction table driven
 // at random, together, on ONE registry from several threads, for one flavor chosen at run time.
 //
-//   rcubatch_pairwise --flavor memb --seconds 3       # ctest short mode (stress.pairwise.<flavor>)
+//   rcubatch_pairwise --flavor memb --seconds 3       # ctest short mode (stress.pairwise.<flavor>, all four)
 //   rcubatch_pairwise --flavor qsbr --seconds 600     # the soak (scripts/soak-pairwise.sh)
 //
 // The registry: three object types, each in an lfht_index AND an hlist_index (both keyed on id):
@@ -19,7 +19,8 @@
 //            object (unregister, try_unregister); delete by key through the lfht or the hlist index
 //            (try_unregister<Index>(key)), also of a dead key (not_found); replace of each type;
 //            replace_with_children of a top (some new mids take an old mid's key, some are new);
-//            a call_rcu callback that deletes a lone top by key or by object.
+//            a call_rcu callback (call_after_grace_period) that deletes a lone top by key or by
+//            object, or replaces it (replace, replace_with_children) and deletes the new one.
 //   readers  inside a read_guard, look ids up in every type through a random index; an object
 //            found must not be poisoned (destroyed) nor past its grace periods, and neither may the
 //            parent (and grandparent) its owner_hook names; some are held (tracked token, sharded
@@ -75,7 +76,8 @@ constexpr std::uint64_t kAlive = 0xA11FE0A11FE0A11Full, kPoison = 0xDEADBEEFDEAD
   X(del_key_dead_lfht) X(del_key_dead_hlist)                                                \
   X(replace_top) X(replace_mid) X(replace_leaf)                                             \
   X(replace_with_children_top) X(replace_with_children_mid)                                 \
-  X(call_rcu_del_key_lone_top) X(call_rcu_del_obj_lone_top) X(call_rcu_del_held_object)     \
+  X(call_rcu_del_key_lone_top) X(call_rcu_del_obj_lone_top) X(call_rcu_replace_lone_top)     \
+  X(call_rcu_replace_with_children_lone_top) X(call_rcu_del_held_object)                      \
   X(call_rcu_del_under_hold_lock_through_drain)                                             \
   X(read_hit_lfht) X(read_hit_hlist) X(read_parent_checked)                                 \
   X(hold_tracked_leaf) X(hold_sharded_mid) X(hold_plain_top) X(hold_untracked_leaf)         \
@@ -314,10 +316,12 @@ struct stripe {
 /// A deferred delete: queued with call_after_grace_period (the flavor's call_rcu), run on
 /// liburcu's call_rcu worker.
 struct deferred_delete {
+  enum what_kind : unsigned char { by_object, by_key, replace, replace_with_children };
   rcu_head head;  // first: the callback gets its address
   void* run;
   top* obj;
-  bool by_key, via_hlist;
+  what_kind what;
+  bool via_hlist;
 };
 
 // ---- the run ------------------------------------------------------------------------------------
@@ -730,15 +734,43 @@ class run {
     // reader_not_registered) and gives TSan the edges the raw call lacks.
     doing_slot& me = doing_[o_.readers + o_.writers];
     const std::uint64_t id = d.obj->id;  // d.obj is alive: only this callback deletes it
-    me.set(d.by_key ? "call_rcu callback: try_unregister<Index>(key) of a top"
-                    : "call_rcu callback: try_unregister(obj) of a top", id);
-    if (d.by_key) {
-      const auto r = d.via_hlist ? reg_->template try_unregister<by_hlist<top, F>>(id)
-                                 : reg_->template try_unregister<by_lfht<top, F>>(id);
-      expect(r.status == rcubatch::unregister_status::unregistered, "call_rcu callback: try_unregister<Index>(key)");
-    } else {
-      const auto r = reg_->try_unregister(*d.obj);
-      expect(r.status == rcubatch::unregister_status::unregistered, "call_rcu callback: try_unregister(obj)");
+    static constexpr const char* kWhat[] = {
+        "call_rcu callback: try_unregister(obj) of a top", "call_rcu callback: try_unregister<Index>(key) of a top",
+        "call_rcu callback: replace of a top, then try_unregister(new)",
+        "call_rcu callback: replace_with_children of a top, then try_unregister(new)"};
+    me.set(kWhat[d.what], id);
+    switch (d.what) {
+      case deferred_delete::by_key: {
+        const auto r = d.via_hlist ? reg_->template try_unregister<by_hlist<top, F>>(id)
+                                   : reg_->template try_unregister<by_lfht<top, F>>(id);
+        expect(r.status == rcubatch::unregister_status::unregistered, "call_rcu callback: try_unregister<Index>(key)");
+        break;
+      }
+      case deferred_delete::by_object: {
+        const auto r = reg_->try_unregister(*d.obj);
+        expect(r.status == rcubatch::unregister_status::unregistered, "call_rcu callback: try_unregister(obj)");
+        break;
+      }
+      default: {  // a replace (plain, or with an empty set of children), then the new one goes too
+        top* n = new top;
+        n->id = id;
+        n->lone = true;
+        bool ok = false;
+        if (d.what == deferred_delete::replace) {
+          ok = !reg_->replace(*d.obj, *n).refused;
+        } else {
+          std::vector<mid*> none;
+          ok = reg_->replace_with_children(*d.obj, *n, none).replaced;
+        }
+        expect(ok, "call_rcu callback: replace of a registered top refused");
+        if (!ok) {
+          delete n;
+          break;
+        }
+        created(*n);
+        const auto r = reg_->try_unregister(*n);
+        expect(r.status == rcubatch::unregister_status::unregistered, "call_rcu callback: try_unregister(new)");
+      }
     }
     me.set("call_rcu callback: returned", id);
     s_.c.progress.fetch_add(1, std::memory_order_relaxed);
@@ -747,11 +779,12 @@ class run {
   /// Hands a top to a call_rcu callback that deletes it (by key or by object).
   void defer_delete(stripe& st, top* t, std::mt19937_64& rng) {
     forget(st, t, false);
-    auto* d = new deferred_delete{{}, this, t, rng() % 2 == 0, rng() % 2 == 0};
+    auto* d = new deferred_delete{{}, this, t, static_cast<deferred_delete::what_kind>(rng() % 4), rng() % 2 == 0};
+    if (!t->lone && d->what >= deferred_delete::replace) d->what = deferred_delete::by_object;
     rcubatch::call_after_grace_period<F, &run::deferred>(&d->head);
-    if (t->lone && !hold_lock_) {
-      s_.count(d->by_key ? combo::call_rcu_del_key_lone_top : combo::call_rcu_del_obj_lone_top);
-    }
+    constexpr combo kLone[] = {combo::call_rcu_del_obj_lone_top, combo::call_rcu_del_key_lone_top,
+                               combo::call_rcu_replace_lone_top, combo::call_rcu_replace_with_children_lone_top};
+    if (t->lone && !hold_lock_) s_.count(kLone[d->what]);
   }
 
   void writer_op(stripe& st, std::mt19937_64& rng, doing_slot& me) {
