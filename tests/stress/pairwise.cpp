@@ -781,10 +781,10 @@ class run {
     forget(st, t, false);
     auto* d = new deferred_delete{{}, this, t, static_cast<deferred_delete::what_kind>(rng() % 4), rng() % 2 == 0};
     if (!t->lone && d->what >= deferred_delete::replace) d->what = deferred_delete::by_object;
-    rcubatch::call_after_grace_period<F, &run::deferred>(&d->head);
     constexpr combo kLone[] = {combo::call_rcu_del_obj_lone_top, combo::call_rcu_del_key_lone_top,
                                combo::call_rcu_replace_lone_top, combo::call_rcu_replace_with_children_lone_top};
     if (t->lone && !hold_lock_) s_.count(kLone[d->what]);
+    rcubatch::call_after_grace_period<F, &run::deferred>(&d->head);  // d and t belong to the callback now
   }
 
   void writer_op(stripe& st, std::mt19937_64& rng, doing_slot& me) {
