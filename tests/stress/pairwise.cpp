@@ -50,6 +50,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <functional>
+#include <iterator>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -266,22 +268,24 @@ struct options {
 
 options parse(int argc, char** argv) {
   options o;
-  for (int i = 1; i < argc; ++i) {
+  auto count = [](const char* v) { return static_cast<unsigned>(std::strtoul(v, nullptr, 10)); };
+  // Every flag takes one value: a table of setters.
+  const std::pair<std::string_view, std::function<void(const char*)>> flags[] = {
+      {"--flavor", [&](const char* v) { o.flavor = v; }},
+      {"--seconds", [&](const char* v) { o.seconds = std::strtod(v, nullptr); }},
+      {"--epoch-seconds", [&](const char* v) { o.epoch_seconds = std::strtod(v, nullptr); }},
+      {"--readers", [&](const char* v) { o.readers = count(v); }},
+      {"--writers", [&](const char* v) { o.writers = count(v); }},
+      {"--stripes", [&](const char* v) { o.stripes = count(v); }},
+      {"--stall", [&](const char* v) { o.stall = count(v); }},
+      {"--seed", [&](const char* v) { o.seed = std::strtoull(v, nullptr, 10); }},
+      {"--enable-item", [&](const char* v) { o.enabled_items.push_back(static_cast<int>(count(v))); }},
+  };
+  for (int i = 1; i < argc; i += 2) {
     const std::string_view a = argv[i];
-    auto next = [&]() -> const char* {
-      if (i + 1 >= argc) usage(argv[0]);
-      return argv[++i];
-    };
-    if (a == "--flavor") o.flavor = next();
-    else if (a == "--seconds") o.seconds = std::strtod(next(), nullptr);
-    else if (a == "--epoch-seconds") o.epoch_seconds = std::strtod(next(), nullptr);
-    else if (a == "--readers") o.readers = static_cast<unsigned>(std::strtoul(next(), nullptr, 10));
-    else if (a == "--writers") o.writers = static_cast<unsigned>(std::strtoul(next(), nullptr, 10));
-    else if (a == "--stripes") o.stripes = static_cast<unsigned>(std::strtoul(next(), nullptr, 10));
-    else if (a == "--stall") o.stall = static_cast<unsigned>(std::strtoul(next(), nullptr, 10));
-    else if (a == "--seed") o.seed = std::strtoull(next(), nullptr, 10);
-    else if (a == "--enable-item") o.enabled_items.push_back(std::atoi(next()));
-    else usage(argv[0]);
+    const auto* f = std::find_if(std::begin(flags), std::end(flags), [&](const auto& e) { return e.first == a; });
+    if (f == std::end(flags) || i + 1 >= argc) usage(argv[0]);
+    f->second(argv[i + 1]);
   }
   if (const char* env = std::getenv("RCUBATCH_PAIRWISE_SECONDS")) o.seconds = std::strtod(env, nullptr);
   if (o.seconds <= 0 || o.writers == 0 || o.stripes == 0 || o.stall == 0) usage(argv[0]);
@@ -787,6 +791,30 @@ class run {
     rcubatch::call_after_grace_period<F, &run::deferred>(&d->head);  // d and t belong to the callback now
   }
 
+  /// A new C (mid or leaf) under `parent`, named by its owner_hook: add links it into the
+  /// parent's owned list. At most 4 children per parent.
+  template <class C, class P>
+  void add_child(P& parent, doing_slot& me) {
+    auto& kids = [&]() -> std::vector<C*>& {
+      if constexpr (std::is_same_v<C, mid>) return parent.model_mids;
+      else return parent.model_leaves;
+    }();
+    if (kids.size() >= 4) return;
+    C* c = new C;
+    c->id = fresh_id();
+    c->owner.set_parent(parent);
+    me.set(std::is_same_v<C, mid> ? "writer: add(mid) under its top" : "writer: add(leaf) under its mid", c->id);
+    if (!reg_->add(*c)) {
+      s_.violation(std::string("add(") + kKindNames[kind_of<C>()] + ") under a registered parent refused");
+      delete c;
+      return;
+    }
+    created(*c);
+    c->model_parent = &parent;
+    kids.push_back(c);
+    s_.count(std::is_same_v<C, mid> ? combo::add_mid : combo::add_leaf);
+  }
+
   void writer_op(stripe& st, std::mt19937_64& rng, doing_slot& me) {
     const unsigned op = static_cast<unsigned>(rng() % 16);
     switch (op) {
@@ -810,43 +838,13 @@ class run {
       case 2:
       case 3: {  // add a mid under a top
         auto [k, p] = pick(st, rng, true);
-        if (p == nullptr || k != k_top) return;
-        top* t = static_cast<top*>(p);
-        if (t->model_mids.size() >= 4) return;
-        mid* m = new mid;
-        m->id = fresh_id();
-        m->owner.set_parent(*t);
-        me.set("writer: add(mid) under its top", m->id);
-        if (!reg_->add(*m)) {
-          s_.violation("add(mid) under a registered top refused");
-          delete m;
-          return;
-        }
-        created(*m);
-        m->model_parent = t;
-        t->model_mids.push_back(m);
-        s_.count(combo::add_mid);
+        if (p != nullptr && k == k_top) add_child<mid>(*static_cast<top*>(p), me);
         return;
       }
       case 4:
       case 5: {  // add a leaf under a mid (depth 2)
         auto [k, p] = pick(st, rng, true);
-        if (p == nullptr || k != k_mid) return;
-        mid* m = static_cast<mid*>(p);
-        if (m->model_leaves.size() >= 4) return;
-        leaf* l = new leaf;
-        l->id = fresh_id();
-        l->owner.set_parent(*m);
-        me.set("writer: add(leaf) under its mid", l->id);
-        if (!reg_->add(*l)) {
-          s_.violation("add(leaf) under a registered mid refused");
-          delete l;
-          return;
-        }
-        created(*l);
-        l->model_parent = m;
-        m->model_leaves.push_back(l);
-        s_.count(combo::add_leaf);
+        if (p != nullptr && k == k_mid) add_child<leaf>(*static_cast<mid*>(p), me);
         return;
       }
       case 6:
