@@ -407,6 +407,8 @@ class run {
     }
     main_slot().set("grace_domain::barrier: waiting for the call_rcu deletes", epoch);
     domain_.barrier();
+    if (deferred_done_.load(std::memory_order_acquire) != deferred_queued_.load(std::memory_order_relaxed))
+      s_.violation("grace_domain::barrier returned before every call_rcu delete had run");
     stop_readers_ = true;
     {
       rcubatch::offline_scope<F> offline;
@@ -781,6 +783,10 @@ class run {
     }
     me.set("call_rcu callback: returned", id);
     s_.c.progress.fetch_add(1, std::memory_order_relaxed);
+    // Release: the epoch's end acquires it after grace_domain::barrier(), whose wait goes through
+    // liburcu and gives ThreadSanitizer no edge from this callback's work (the registry's mutex it
+    // locked) to the main thread that then destroys the registry.
+    deferred_done_.fetch_add(1, std::memory_order_release);
   }
 
   /// Hands a top to a call_rcu callback that deletes it (by key or by object).
@@ -791,6 +797,7 @@ class run {
     constexpr combo kLone[] = {combo::call_rcu_del_obj_lone_top, combo::call_rcu_del_key_lone_top,
                                combo::call_rcu_replace_lone_top, combo::call_rcu_replace_with_children_lone_top};
     if (t->lone && !hold_lock_) s_.count(kLone[d->what]);
+    deferred_queued_.fetch_add(1, std::memory_order_relaxed);
     rcubatch::call_after_grace_period<F, &run::deferred>(&d->head);  // d and t belong to the callback now
   }
 
@@ -1002,6 +1009,7 @@ class run {
   std::atomic<bool> hold_lock_{false};  // this epoch's registry_options::hold_lock_through_drain
   std::atomic<bool> stop_writers_{false}, stop_readers_{false};
   std::atomic<std::uint64_t> next_id_{2};
+  std::atomic<std::uint64_t> deferred_queued_{0}, deferred_done_{0};  // call_rcu deletes queued, run
   std::mutex dog_mutex_;
   std::condition_variable dog_cv_;
   bool finished_ = false;
