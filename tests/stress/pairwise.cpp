@@ -179,6 +179,8 @@ struct shared {
   std::vector<std::string> messages;
   std::mutex quarantine_mutex;  // destroy runs on writers, the main thread and call_rcu threads
   std::vector<std::pair<kind, life*>> quarantine;
+  bool inject_missed_destroy = false;  // the negative control (set before any thread starts)
+  std::atomic<bool> missed{false};
 
   void count(combo k, std::uint64_t n = 1) noexcept {
     c.ops[static_cast<std::size_t>(k)].fetch_add(n, std::memory_order_relaxed);
@@ -218,6 +220,9 @@ void destroy_checked(T* o) noexcept {
     if (!o->leaves.empty()) g->violation("destroy: mid destroyed with leaves still in its owned list");
   }
   o->magic = kPoison;
+  // --inject-missed-destroy (the negative control): one destroy goes uncounted, as if the batch
+  // had never destroyed that object; the epoch's created = destroyed check must catch it.
+  if (g->inject_missed_destroy && g->missed.exchange(true) == false) return;
   g->c.destroyed[k].fetch_add(1, std::memory_order_relaxed);
   std::lock_guard lock(g->quarantine_mutex);
   g->quarantine.emplace_back(k, static_cast<life*>(o));
@@ -253,6 +258,7 @@ struct options {
   unsigned readers = 2, writers = 2, stripes = 32, stall = 30;
   std::uint64_t seed = 0;
   std::vector<int> enabled_items;  // kAwaitingFix rows to run anyway
+  bool inject_missed_destroy = false;
   bool enabled(combo c) const {
     for (const auto& a : kAwaitingFix)
       if (a.what == c) return std::find(enabled_items.begin(), enabled_items.end(), a.item) != enabled_items.end();
@@ -263,7 +269,7 @@ struct options {
 [[noreturn]] void usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s [--flavor memb|qsbr|mb|bp] [--seconds S] [--epoch-seconds S] [--readers R] [--writers W]\n"
-               "          [--stripes N] [--stall S] [--seed X] [--enable-item N]...\n"
+               "          [--stripes N] [--stall S] [--seed X] [--enable-item N]... [--inject-missed-destroy 1]\n"
                "  RCUBATCH_PAIRWISE_SECONDS in the environment overrides --seconds (a soak from ctest).\n",
                argv0);
   std::exit(2);
@@ -283,6 +289,7 @@ options parse(int argc, char** argv) {
       {"--stall", [&](const char* v) { o.stall = count(v); }},
       {"--seed", [&](const char* v) { o.seed = std::strtoull(v, nullptr, 10); }},
       {"--enable-item", [&](const char* v) { o.enabled_items.push_back(static_cast<int>(count(v))); }},
+      {"--inject-missed-destroy", [&](const char* v) { o.inject_missed_destroy = count(v) != 0; }},
   };
   for (int i = 1; i < argc; i += 2) {
     const std::string_view a = argv[i];
@@ -342,6 +349,7 @@ class run {
 
   int go() {
     g = &s_;
+    s_.inject_missed_destroy = o_.inject_missed_destroy;
     rcubatch::thread_registration<F> reg_main;
     std::thread dog([this] { watchdog(); });
     const auto t_end = clock_type::now() + std::chrono::duration<double>(o_.seconds);
