@@ -9,7 +9,8 @@
 //   mid   sharded_registrable<mid>  owns leaves (owning<&mid::leaves>); sharded holds
 //   leaf  tracked_registrable<leaf> owned by a mid: depth 2 below a top;  tracked holds
 // Some tops are "lone": never given children and never held, so a call_rcu callback may delete
-// them (a deferred teardown whose drain never sleeps: see kAwaitingFix, item 5).
+// them with a drain that never sleeps; the others, deleted from a callback too, are held by readers
+// (the drain then sleeps on the call_rcu worker: it skips rcu_barrier there, issue 34 item 5).
 //
 // The run is a series of epochs, each with a fresh registry whose registry_options cycle through
 // default (lock dropped for the drain), hold_lock_through_drain and unlock_during_waits. In each:
@@ -33,9 +34,6 @@
 // finds an already-poisoned object: "destroyed twice"). Destroyed objects stay in a quarantine
 // until the epoch ends, so a late reader finds the poison deterministically, not only under ASan.
 // Any misuse diagnosed (misuse.hpp) is fatal: a correct program has none.
-//
-// Combinations that hit a defect of issue 34 still being fixed are in the program but off until
-// enabled: kAwaitingFix below (--enable-item N runs them, to reproduce).
 #include <rcubatch.hpp>
 #include <rcubatch/index/hlist_index.hpp>
 #include <rcubatch/index/lfht_index.hpp>
@@ -96,34 +94,6 @@ constexpr std::array<const char*, static_cast<std::size_t>(combo::count)> kCombo
 #undef PAIRWISE_NAME
 };
 
-/// A combination that meets one of issue 34's defects, fixed on another branch: the program has it,
-/// off by default, so that CI is green now and the lead can switch it on after merging the fix
-/// (delete its row, or run with --enable-item N to reproduce). `seen` says what it did on main
-/// cdc8a2b (the failure the row was gated for).
-struct awaiting_fix {
-  combo what;
-  int item;  // issue 34's item number
-  const char* seen;
-};
-constexpr awaiting_fix kAwaitingFix[] = {
-    {combo::replace_with_children_mid, 1,
-     "memb, 3 s: the new mid is not linked into its top's owned list, so a later replace_with_children of that top "
-     "takes the new mid's key for a duplicate and is refused (\"replace_with_children of a registered top and its "
-     "children refused\"), and the epoch ends with mids and leaves never destroyed (created 52,112 mids, destroyed "
-     "49,745)"},
-    {combo::hold_untracked_leaf, 4,
-     "not reproduced here in 10 s runs (memb, qsbr: readers rarely hold one leaf at once); gated because the race "
-     "(a plain put refused as ref_token_unknown, fatal here) is known to be reachable"},
-    {combo::call_rcu_del_held_object, 5,
-     "memb and qsbr, within 6 s: the watchdog fires with the callback in try_unregister<Index>(key) and both "
-     "writers inside registry calls (the drain's rcu_barrier on the call_rcu worker)"},
-    {combo::call_rcu_del_under_hold_lock_through_drain, 5,
-     "with hold_lock_through_drain, a pending callback that takes the writer lock deadlocks a sleeping drain's "
-     "rcu_barrier (run together with the row above by --enable-item 5)"},
-};
-// Item 2 (replace_with_children with hlist_index as the children's first index does not compile)
-// is a compile-time gate: build with -DRCUBATCH_PAIRWISE_HLIST_FIRST to give mids the hlist index
-// first (then replace_with_children_top runs on it).
 
 // ---- the objects ------------------------------------------------------------------------------
 
@@ -232,13 +202,10 @@ template <class F>
 struct top_policy : rcubatch::indexed<top, by_lfht<top, F>, by_hlist<top, F>>, rcubatch::owning<&top::mids> {
   void destroy(top* o) noexcept { destroy_checked(o); }
 };
-#if defined(RCUBATCH_PAIRWISE_HLIST_FIRST)  // kAwaitingFix, item 2 (a compile-time gate)
+// Mids have the hlist index first: replace_with_children of a top pairs old and new mids through it
+// (hlist_index::key_of, issue 34 item 2); tops and leaves have the lfht index first.
 template <class F>
 using mid_indexed = rcubatch::indexed<mid, by_hlist<mid, F>, by_lfht<mid, F>>;
-#else
-template <class F>
-using mid_indexed = rcubatch::indexed<mid, by_lfht<mid, F>, by_hlist<mid, F>>;
-#endif
 template <class F>
 struct mid_policy : mid_indexed<F>, rcubatch::owning<&mid::leaves> {
   void destroy(mid* o) noexcept { destroy_checked(o); }
@@ -257,19 +224,13 @@ struct options {
   double seconds = 3, epoch_seconds = 0;  // 0: seconds / 3, at most 2
   unsigned readers = 2, writers = 2, stripes = 32, stall = 30;
   std::uint64_t seed = 0;
-  std::vector<int> enabled_items;  // kAwaitingFix rows to run anyway
   bool inject_missed_destroy = false;
-  bool enabled(combo c) const {
-    for (const auto& a : kAwaitingFix)
-      if (a.what == c) return std::find(enabled_items.begin(), enabled_items.end(), a.item) != enabled_items.end();
-    return true;
-  }
 };
 
 [[noreturn]] void usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s [--flavor memb|qsbr|mb|bp] [--seconds S] [--epoch-seconds S] [--readers R] [--writers W]\n"
-               "          [--stripes N] [--stall S] [--seed X] [--enable-item N]... [--inject-missed-destroy 1]\n"
+               "          [--stripes N] [--stall S] [--seed X] [--inject-missed-destroy 1]\n"
                "  RCUBATCH_PAIRWISE_SECONDS in the environment overrides --seconds (a soak from ctest).\n",
                argv0);
   std::exit(2);
@@ -288,7 +249,6 @@ options parse(int argc, char** argv) {
       {"--stripes", [&](const char* v) { o.stripes = count(v); }},
       {"--stall", [&](const char* v) { o.stall = count(v); }},
       {"--seed", [&](const char* v) { o.seed = std::strtoull(v, nullptr, 10); }},
-      {"--enable-item", [&](const char* v) { o.enabled_items.push_back(static_cast<int>(count(v))); }},
       {"--inject-missed-destroy", [&](const char* v) { o.inject_missed_destroy = count(v) != 0; }},
   };
   for (int i = 1; i < argc; i += 2) {
@@ -497,7 +457,7 @@ class run {
     doing_slot& me = doing_[i];
     std::mt19937_64 rng(o_.seed * 31 + epoch * 1009 + i);
     std::deque<held> holds;
-    const bool untracked = o_.enabled(combo::hold_untracked_leaf);
+    const bool untracked = true;  // plain holds beside tracked ones on leaves (issue 34 item 4)
     std::vector<std::pair<kind, const life*>> seen;  // found in this section: re-checked at its end
     std::uint64_t iteration = 0;
     while (!stop_readers_.load(std::memory_order_acquire)) {
@@ -694,8 +654,8 @@ class run {
     s_.count(k == k_top ? combo::replace_top : k == k_mid ? combo::replace_mid : combo::replace_leaf);
   }
 
-  /// replace_with_children of a top (its mids: some new ones take an old mid's key) or, when
-  /// enabled (kAwaitingFix item 1), of a mid (its leaves).
+  /// replace_with_children of a top (its mids: some new ones take an old mid's key) or of a mid
+  /// (its leaves: the new mid takes the old one's place in its top's list, issue 34 item 1).
   template <class P, class C>
   void replace_family(stripe& st, P* o, std::mt19937_64& rng) {
     P* n = new P;
@@ -905,8 +865,8 @@ class run {
         if (k == k_top) {
           me.set("writer: replace_with_children(top)", p->id);
           replace_family<top, mid>(st, static_cast<top*>(p), rng);
-        } else if (k == k_mid && o_.enabled(combo::replace_with_children_mid)) {
-          me.set("writer: replace_with_children(mid) [item 1]", p->id);
+        } else if (k == k_mid) {
+          me.set("writer: replace_with_children(mid)", p->id);
           replace_family<mid, leaf>(st, static_cast<mid*>(p), rng);
         }
         return;
@@ -915,8 +875,6 @@ class run {
         if (st.tops.empty()) return;
         top* t = st.tops[rng() % st.tops.size()];
         const bool held_family = !t->lone;
-        if (held_family && !o_.enabled(combo::call_rcu_del_held_object)) return;
-        if (hold_lock_ && !o_.enabled(combo::call_rcu_del_under_hold_lock_through_drain)) return;
         if (held_family) s_.count(combo::call_rcu_del_held_object);
         if (hold_lock_) s_.count(combo::call_rcu_del_under_hold_lock_through_drain);
         me.set("writer: call_rcu(delete a top)", t->id);
@@ -982,10 +940,7 @@ class run {
                 std::string(F::name).c_str(), o_.seconds, epochs, o_.readers, o_.writers, o_.stripes, o_.seed);
     std::printf("  ops per combination:\n");
     for (std::size_t k = 0; k < kComboNames.size(); ++k) {
-      const char* gate = "";
-      for (const auto& a : kAwaitingFix)
-        if (static_cast<std::size_t>(a.what) == k && !o_.enabled(a.what)) gate = "  (gated: kAwaitingFix)";
-      std::printf("    %-44s %12" PRIu64 "%s\n", kComboNames[k], c.ops[k].load(), gate);
+      std::printf("    %-44s %12" PRIu64 "\n", kComboNames[k], c.ops[k].load());
     }
     std::printf("  lookups=%" PRIu64 " operations=%" PRIu64 "\n", c.lookups.load(), c.progress.load());
     for (unsigned k = 0; k < kKinds; ++k)
