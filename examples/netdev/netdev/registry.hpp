@@ -627,7 +627,7 @@ class registry final : private grace_periods {
   void open_device(net_device& d) {
     // Allocated before the device goes up (or a macvlan is hashed): then nothing below fails half-way.
     // inetdev_event NETDEV_UP: lo gets 127.0.0.1/8 (once; it stays across down/up).
-    const bool add_lo_address = d.kind == link_kind::loopback && d.addresses.empty();
+    const bool add_lo_address = d.kind == link_kind::loopback && d.addresses.empty() && d.has_in_device;
     const net_device::address lo_address{{0x7f000001, 8}, false, false};
     std::vector<std::unique_ptr<route>> made;
     if (add_lo_address) {
@@ -737,8 +737,9 @@ class registry final : private grace_periods {
   }
 
   /// dev_set_mtu, then NETDEV_CHANGEMTU: vlans and macvlans above with a larger MTU are lowered to
-  /// it (vlan_device_event, macvlan_device_event), level by level. Returns every device whose
-  /// NETDEV_CHANGEMTU ran (`d` first).
+  /// it (vlan_device_event, macvlan_device_event), level by level — each by dev_set_mtu, so an
+  /// upper that refuses the MTU keeps its own (a macvlan below its minimum of 68). Returns every
+  /// device whose NETDEV_CHANGEMTU ran (`d` first).
   std::vector<net_device*> set_mtu(net_device& d, unsigned mtu) {
     d.mtu = mtu;
     std::vector<net_device*> changed{&d};
@@ -749,7 +750,7 @@ class registry final : private grace_periods {
       std::vector<net_device*> ups = vlan::uppers(*x);
       for (net_device* m : macvlan::dependents(*x)) ups.push_back(m);
       for (net_device* u : ups)
-        if (u->mtu > x->mtu) {
+        if (u->mtu > x->mtu && check_mtu(*u, x->mtu).empty()) {
           u->mtu = x->mtu;
           work.push_back(u);
           changed.push_back(u);

@@ -555,15 +555,18 @@ TEST(netsim_issue38, an_mtu_below_68_takes_ipv4_away_and_raising_it_gives_an_emp
 
 TEST(netsim_issue38, a_macvlan_refuses_an_mtu_below_the_ethernet_minimum) {
   // ether_setup gives a macvlan min_mtu ETH_MIN_MTU (68); dev_validate_mtu (net/core/dev.c)
-  // refuses less with the extack ip prints, at link add (rtnl_create_link) and at link set.
+  // refuses less with the extack ip prints, at link add (rtnl_create_link) and at link set. The
+  // lower going below it leaves the macvlan's MTU as it was (macvlan_device_event's dev_set_mtu fails).
   for (auto mode : kModes) {
     auto o = run("link add name d0 type dummy\nlink add link d0 name m0 mtu 67 type macvlan\n"
-                 "link add link d0 name m1 type macvlan\nlink set m1 mtu 67\nlink set m1 mtu 68\naddr show dev m1\n",
+                 "link add link d0 name m1 type macvlan\nlink set m1 mtu 67\nlink set m1 mtu 68\naddr show dev m1\n"
+                 "link set d0 mtu 60\naddr show\n",
                  mode, true);
     EXPECT_TRUE(has(o.err, "t:2: error: Error: mtu less than device minimum.")) << o.err;
     EXPECT_TRUE(has(o.err, "t:4: error: Error: mtu less than device minimum.")) << o.err;
     EXPECT_EQ(o.result.errors, 2);
-    EXPECT_EQ(o.out, "3: m1: <DOWN> mtu 68\n");  // m0 was refused before it took an ifindex
+    EXPECT_EQ(o.out, "3: m1: <DOWN> mtu 68\n"  // m0 was refused before it took an ifindex
+                     "1: lo: <DOWN> mtu 65536\n2: d0: <DOWN> mtu 60\n3: m1: <DOWN> mtu 68\n");
   }
 }
 
