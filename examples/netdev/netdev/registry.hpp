@@ -433,7 +433,7 @@ class registry final : private grace_periods {
         if (d.kind == kind) dellink(d, q);
       });
     unregister(q);
-    if (is_tunnel(kind)) tunnel_module_loaded(kind) = false;
+    if (is_tunnel(kind)) loaded_flag(kind) = false;
     return {};
   }
 
@@ -450,6 +450,7 @@ class registry final : private grace_periods {
     load_tunnel_module(kind);
     return {};
   }
+  /// Whether `modprobe` of the tunnel type `kind` (ipip or gre) is in effect: its fallback devices exist.
   bool tunnel_module_loaded(link_kind kind) const noexcept { return kind == link_kind::gre ? gre_loaded_ : ipip_loaded_; }
 
   // ---- observation ------------------------------------------------------------------------------
@@ -497,7 +498,7 @@ class registry final : private grace_periods {
   }
 
   static bool is_tunnel(link_kind k) noexcept { return k == link_kind::ipip || k == link_kind::gre; }
-  bool& tunnel_module_loaded(link_kind kind) noexcept { return kind == link_kind::gre ? gre_loaded_ : ipip_loaded_; }
+  bool& loaded_flag(link_kind tunnel_kind) noexcept { return tunnel_kind == link_kind::gre ? gre_loaded_ : ipip_loaded_; }
   /// The name ip_tunnel_init_net gives the fallback device: ipip's "tunl0", ip_gre's "gre0".
   static std::string fallback_name(link_kind kind) { return kind == link_kind::gre ? "gre0" : "tunl0"; }
   static bool is_fallback_tunnel(const net_device& d) noexcept {
@@ -534,7 +535,7 @@ class registry final : private grace_periods {
       netns& ns = *d->ns;
       publish_device(ns, *d.release());
     }
-    tunnel_module_loaded(kind) = true;
+    loaded_flag(kind) = true;
   }
   /// link_add of a named request, loading the tunnel module first if `autoload` (see link_add).
   status link_add_loading(netns& ns, const link_request& req, bool autoload) {

@@ -710,6 +710,23 @@ TEST(netsim_issue38, fallback_devices_go_in_the_same_batch_as_the_rest_at_module
   }
 }
 
+TEST(netsim_issue38, a_tunnel_module_does_not_load_while_another_device_has_its_fallbacks_name) {
+  // ip_tunnel_init_net: __ip_tunnel_create fails (EEXIST) in a namespace that has a gre0 already,
+  // and so the module load; rtnl_newlink then has no ops for the kind ("Unknown device type").
+  for (auto mode : kModes) {
+    auto o = run("netns add a\n-n a link add name gre0 type dummy\nlink add name g1 type gre remote 10.0.0.2\n"
+                 "module load ip_gre\n-n a link del gre0\nlink add name g1 type gre remote 10.0.0.2\n-n a link show\n",
+                 mode, true);
+    EXPECT_TRUE(has(o.err, "t:3: error: Error: Unknown device type.\n")) << o.err;
+    EXPECT_TRUE(has(o.err, "t:4: error: modprobe: ERROR: could not insert 'ip_gre': File exists\n")) << o.err;
+    EXPECT_EQ(o.result.errors, 2);
+    EXPECT_EQ(o.out,
+              "1: lo: <DOWN> type loopback link/ether 00:00:00:00:00:00\n"
+              "4: gre0: <DOWN> type gre link/ether 02:00:00:00:00:04 remote any local any tx_packets 0\n");
+    EXPECT_EQ(o.result.devices, 5u);  // two lo, two gre0, g1
+  }
+}
+
 TEST(netsim_issue38, a_macvlan_on_a_tunnel_is_invalid_argument) {
   // macvlan_port_create (drivers/net/macvlan.c): EINVAL unless dev->type is ARPHRD_ETHER.
   for (auto mode : kModes) {
