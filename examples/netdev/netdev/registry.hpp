@@ -480,20 +480,26 @@ class registry final : private grace_periods {
  private:
   /// link_add's body, for a caller that holds the writer section (module_load_dummy).
   status link_add_locked(netns& ns, const link_request& req) {
+    std::unique_ptr<net_device> dev;
+    if (status s = prepare_device(ns, req, next_ifindex_.load(std::memory_order_relaxed), dev); !s.ok()) return s;
+    next_ifindex_.fetch_add(1, std::memory_order_relaxed);
+    publish_device(ns, *dev.release());
+    return {};
+  }
+
+  /// The checks and ndo_init of `req` as device `ifindex`, into `out`; nothing published and the
+  /// ifindex not taken. Throws: std::bad_alloc, with nothing changed.
+  status prepare_device(netns& ns, const link_request& req, int ifindex, std::unique_ptr<net_device>& out) {
     net_device* lower = nullptr;
     if (status s = check_newlink(ns, req, lower); !s.ok()) return s;
-    // Owned until published: an allocation failing in ndo_init leaves nothing (the ifindex is
-    // taken only once it cannot fail).
-    auto owned = std::make_unique<net_device>(req.name, req.kind, ns, next_ifindex_.load(std::memory_order_relaxed));
-    net_device& dev = *owned;
+    // Owned until published: an allocation failing in ndo_init leaves nothing.
+    auto owned = std::make_unique<net_device>(req.name, req.kind, ns, ifindex);
     // ndo_init first: the link state is complete before any reader can find the device by name
     // or index (an xmit sender looks tunnels up by name and reads dev->link at once).
     if (auto setup = ops_of(req.kind).setup)
-      setup(dev, lower, req, link_context{.flavor = flavor_, .lltx_allowed = strategy_->lltx_allowed()});
-    if (req.mtu) dev.mtu = *req.mtu;
-    next_ifindex_.fetch_add(1, std::memory_order_relaxed);
-    owned.release();
-    publish_device(ns, dev);
+      setup(*owned, lower, req, link_context{.flavor = flavor_, .lltx_allowed = strategy_->lltx_allowed()});
+    if (req.mtu) owned->mtu = *req.mtu;
+    out = std::move(owned);
     return {};
   }
 
@@ -522,29 +528,46 @@ class registry final : private grace_periods {
     ops_of(kind).setup(*d, nullptr, req, link_context{.flavor = flavor_, .lltx_allowed = strategy_->lltx_allowed()});
     return d;
   }
-  /// Loads a tunnel module that tunnel_module_loadable allows: every namespace's fallback
-  /// device, all allocated before the first is published.
-  void load_tunnel_module(link_kind kind) {
+  /// Every namespace's fallback device of `kind`, as ifindexes `base`, `base` + 1, ...; allocated
+  /// and set up, nothing published. Throws: std::bad_alloc, with nothing changed.
+  std::vector<std::unique_ptr<net_device>> make_fallbacks(link_kind kind, int base) {
     std::vector<netns*> all = all_namespaces();
     std::vector<std::unique_ptr<net_device>> made;
     made.reserve(all.size());
-    const int base = next_ifindex_.load(std::memory_order_relaxed);
     for (netns* ns : all) made.push_back(make_fallback(*ns, kind, base + static_cast<int>(made.size())));
-    next_ifindex_.store(base + static_cast<int>(made.size()), std::memory_order_relaxed);
+    return made;
+  }
+  /// Publishes make_fallbacks' devices (their ifindexes already taken): the module is loaded.
+  void publish_fallbacks(link_kind kind, std::vector<std::unique_ptr<net_device>>& made) noexcept {
     for (auto& d : made) {
       netns& ns = *d->ns;
       publish_device(ns, *d.release());
     }
     loaded_flag(kind) = true;
   }
-  /// link_add of a named request, loading the tunnel module first if `autoload` (see link_add).
+  /// Loads a tunnel module that tunnel_module_loadable allows: every namespace's fallback
+  /// device, all allocated before the first is published.
+  void load_tunnel_module(link_kind kind) {
+    const int base = next_ifindex_.load(std::memory_order_relaxed);
+    auto made = make_fallbacks(kind, base);
+    next_ifindex_.store(base + static_cast<int>(made.size()), std::memory_order_relaxed);
+    publish_fallbacks(kind, made);
+  }
+  /// link_add of a named request, loading the tunnel module first if `autoload` (see link_add):
+  /// the fallbacks and the new tunnel are all allocated before any is published, so running out
+  /// of memory leaves the module unloaded and no ifindex taken.
   status link_add_loading(netns& ns, const link_request& req, bool autoload) {
     if (!autoload) return link_add_locked(ns, req);
     if (req.name == fallback_name(req.kind)) return status::fail("RTNETLINK answers: File exists (" + req.name + ")");
-    net_device* lower = nullptr;
-    if (status s = check_newlink(ns, req, lower); !s.ok()) return s;
-    load_tunnel_module(req.kind);
-    return link_add_locked(ns, req);
+    const int base = next_ifindex_.load(std::memory_order_relaxed);
+    auto fallbacks = make_fallbacks(req.kind, base);
+    const int tunnel_index = base + static_cast<int>(fallbacks.size());
+    std::unique_ptr<net_device> dev;
+    if (status s = prepare_device(ns, req, tunnel_index, dev); !s.ok()) return s;
+    next_ifindex_.store(tunnel_index + 1, std::memory_order_relaxed);
+    publish_fallbacks(req.kind, fallbacks);
+    publish_device(ns, *dev.release());
+    return {};
   }
 
   /// loopback_net_init: `lo`, ifindex 1, DOWN, in every namespace.
