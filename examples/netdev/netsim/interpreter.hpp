@@ -15,7 +15,8 @@
 //   route show [dev NAME]         route get A
 //   netns add NAME  netns del NAME...  netns list  netns exec NS ip CMD...
 //   ifconfig NAME up|down         (as link set NAME up|down)
-//   module load dummy [numdummies=N] (default 1)  module unload TYPE (every device of TYPE, one batch)
+//   module load dummy [numdummies=N] (default 1) | ipip | gre|ip_gre (the fallback tunl0 / gre0 in
+//            every namespace)   module unload TYPE (every device of TYPE, one batch)
 //   xmit DEV packets N threads T  time CMD (wall and CPU time, faults, switches, GPs)
 // plus the script extensions of script.hpp (default, for, {EXPR}). Valid iproute2 syntax that
 // netsim does not model is refused with "... is not modelled by netsim".
