@@ -34,9 +34,10 @@ bool macvlan_port::hash_del(net_device& mv, grace_periods& gps) noexcept {
 namespace macvlan {
 
 std::string check_newlink(const net_device& lower) {
-  // macvlan_port_create: only Ethernet devices, never a loopback (EINVAL).
-  if (lower.kind == link_kind::loopback) return "RTNETLINK answers: Invalid argument";
-  if (lower.kind == link_kind::ipip || lower.kind == link_kind::gre) return "cannot add a macvlan on a tunnel";
+  // macvlan_port_create (drivers/net/macvlan.c): only Ethernet devices (dev->type ==
+  // ARPHRD_ETHER), never a loopback: EINVAL. ipip and gre are ARPHRD_TUNNEL / ARPHRD_IPGRE.
+  if (lower.kind == link_kind::loopback || lower.kind == link_kind::ipip || lower.kind == link_kind::gre)
+    return "RTNETLINK answers: Invalid argument";
   return {};
 }
 
@@ -90,7 +91,12 @@ net_device* macvlan_real_lower(net_device& lower) noexcept {
   if (auto* m = std::get_if<macvlan_link>(&lower.link)) return m->lower;
   return &lower;
 }
+/// dev_validate_mtu (net/core/dev.c) against the min_mtu ether_setup gave the macvlan (ETH_MIN_MTU):
+/// the extack that ip prints. rtnl_create_link checks a requested MTU so before the type's newlink.
+std::string below_min_mtu(unsigned mtu) { return mtu < kEthMinMtu ? "Error: mtu less than device minimum." : std::string(); }
 std::string macvlan_validate(netns&, const link_request& req, const net_device* lower) {
+  if (req.mtu)
+    if (std::string e = below_min_mtu(*req.mtu); !e.empty()) return e;
   if (std::string e = macvlan::check_newlink(*lower); !e.empty()) return e;
   // macvlan_common_newlink, on the real lower's port: EINVAL for any macvlan beside a passthru
   // one (macvlan_passthru(port)), and for a passthru one beside any other (port->count).
@@ -103,7 +109,8 @@ void macvlan_setup(net_device& dev, net_device* lower, const link_request& req, 
   std::get<macvlan_link>(dev.link).mode = req.mode;
 }
 std::string macvlan_change_mtu(const net_device& dev, unsigned mtu) {
-  // macvlan_change_mtu: EINVAL above the lower device's MTU.
+  // dev_set_mtu_ext: dev_validate_mtu first, then macvlan_change_mtu: EINVAL above the lower's MTU.
+  if (std::string e = below_min_mtu(mtu); !e.empty()) return e;
   return upper_device::above_lower_mtu(dev, mtu) ? "RTNETLINK answers: Invalid argument" : std::string();
 }
 }  // namespace

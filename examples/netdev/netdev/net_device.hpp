@@ -42,6 +42,11 @@ std::optional<link_kind> parse_link_kind(std::string_view s) noexcept;
 /// Linux's MAX_NEST_DEV: __netdev_upper_dev_link refuses a link that makes a stack of more than
 /// this many levels (lower_level of the lower device + 1) with EMLINK, "Too many links".
 inline constexpr int kMaxNestDev = 8;
+/// IPV4_MIN_MTU: below it a device has no IPv4 (inetdev_valid_mtu, net/ipv4/devinet.c).
+inline constexpr unsigned kIpv4MinMtu = 68;
+/// ETH_MIN_MTU: the min_mtu ether_setup gives an Ethernet device that keeps it (macvlan);
+/// dev_validate_mtu refuses less ("mtu less than device minimum").
+inline constexpr unsigned kEthMinMtu = 68;
 
 using mac_address = std::array<std::uint8_t, 6>;
 
@@ -89,6 +94,9 @@ struct tunnel_params {
   std::uint32_t key = 0;
   bool has_key = false;
   bool oseq = false;  // gre: stamp an output sequence number, which needs the tx lock
+  /// The namespace's fallback device of its type (gre0, tunl0: itn->fb_tunnel_dev), which
+  /// rtnl's dellink leaves in place (ip_tunnel_dellink). Not part of the key.
+  bool fallback = false;
 };
 
 /// Transmit statistics, one slot per sending thread: no shared counter bounces between cores
@@ -156,6 +164,10 @@ struct net_device : rcubatch::registrable<net_device> {
     bool noprefixroute = false;  // IFA_F_NOPREFIXROUTE
   };
   std::vector<address> addresses;
+  /// Whether the device has its IPv4 part (dev->ip_ptr, the in_device): inetdev_event drops it
+  /// when the MTU falls below 68 (NETDEV_CHANGEMTU, inetdev_valid_mtu) with every address, and
+  /// makes an empty one when the MTU is raised again.
+  bool has_in_device = true;
   boost::intrusive::list<route, boost::intrusive::member_hook<route, boost::intrusive::list_member_hook<>,
                                                               &route::dev_hook>>
       routes;

@@ -122,11 +122,19 @@ class registry final : private grace_periods {
   /// A name with one "%d" takes the lowest free number (dev_alloc_name: EINVAL for any other '%',
   /// ENFILE when the 32,768 numbers of __dev_alloc_name's bitmap are taken).
   /// No name: "<kind>%d", as rtnl_newlink fills in when IFLA_IFNAME is absent ("dummy0", "vlan0"...).
+  ///
+  /// A tunnel type whose module is not loaded is loaded first, as rtnl_newlink's request_module
+  /// ("rtnl-link-gre"): its fallback device (gre0, tunl0) appears in every namespace, with a lower
+  /// ifindex than the new tunnel — but only once the request is known to succeed, so a failing
+  /// command changes nothing (Linux has loaded the module by then). Meanwhile the fallback's name
+  /// counts as taken: an unnamed gre is gre1, `link add gre0 type gre ...` is File exists.
   status link_add(netns& ns, const link_request& req) {
     writer_section w(*this);
+    const bool autoload = is_tunnel(req.kind) && !tunnel_module_loaded(req.kind);
+    if (autoload && !tunnel_module_loadable(req.kind)) return status::fail("Error: Unknown device type.");
     const std::string name = req.name.empty() ? std::string(to_string(req.kind)) + "%d" : req.name;
     const auto pct = name.find('%');
-    if (pct == std::string::npos) return link_add_locked(ns, req);
+    if (pct == std::string::npos) return link_add_loading(ns, req, autoload);
     if (name.size() > 15 || pct + 1 >= name.size() || name[pct + 1] != 'd' ||
         name.find('%', pct + 2) != std::string::npos)
       return status::fail("RTNETLINK answers: Invalid argument");
@@ -134,7 +142,8 @@ class registry final : private grace_periods {
     for (int i = 0; i < 32768; ++i) {
       named.name = name.substr(0, pct) + std::to_string(i) + name.substr(pct + 2);
       if (named.name.size() > 15) break;
-      if (!ns.name_taken(named.name)) return link_add_locked(ns, named);
+      if (!ns.name_taken(named.name) && !(autoload && named.name == fallback_name(req.kind)))
+        return link_add_loading(ns, named, autoload);
     }
     return status::fail("RTNETLINK answers: Too many open files in system");
   }
@@ -156,7 +165,7 @@ class registry final : private grace_periods {
     if (opening)
       if (auto can_open = ops_of(*dev).can_open)
         if (std::string e = can_open(*dev); !e.empty()) return status::fail(e);
-    if (ch.mtu) set_mtu(*dev, *ch.mtu);
+    if (ch.mtu) inet_mtu_changed(set_mtu(*dev, *ch.mtu));
     if (opening) open_tree(*dev);
     if (ch.up && !*ch.up && dev->is_up()) close_tree(*dev);
     return {};
@@ -168,6 +177,9 @@ class registry final : private grace_periods {
     if (dev == nullptr) return status::fail("Cannot find device " + quoted_name(name));
     // lo has no rtnl_link_ops: rtnl_dellink answers EOPNOTSUPP.
     if (!ops_of(*dev).has_dellink) return status::fail("RTNETLINK answers: Operation not supported");
+    // ip_tunnel_dellink (net/ipv4/ip_tunnel.c) queues nothing for the namespace's fallback device:
+    // rtnl_dellink succeeds and gre0 / tunl0 stay (only module unload or netns exit removes them).
+    if (is_fallback_tunnel(*dev)) return {};
     rcubatch::unreg_queue<net_device> q;
     dellink(*dev, q);
     unregister(q);
@@ -176,12 +188,14 @@ class registry final : private grace_periods {
 
   /// __inet_insert_ifa + fib_add_ifaddr: an address of the same subnet and mask as a primary is
   /// a secondary; every address gets its local /32 route at once, and a primary gets its prefix
-  /// route in main (local for lo) when the device is UP, unless it is a /32, in 0.0.0.0/8, or
-  /// noprefixroute. Routes of a DOWN device's addresses are added when it goes up.
+  /// route in main (local for lo) when the device is UP, unless it is a /32, its network is
+  /// 0.0.0.0, or noprefixroute. Routes of a DOWN device's addresses are added when it goes up.
+  /// A device without IPv4 (MTU below 68) has no in_device: rtm_to_ifaddr answers ENOBUFS.
   status addr_add(netns& ns, std::string_view name, ipv4_prefix p, bool noprefixroute = false) {
     writer_section w(*this);
     net_device* dev = ns.find_locked(name);
     if (dev == nullptr) return status::fail("Cannot find device " + quoted_name(name));
+    if (!dev->has_in_device) return status::fail("RTNETLINK answers: No buffer space available");
     net_device::address a{p, false, noprefixroute};
     for (const net_device::address& b : dev->addresses) {
       if (b.prefix.address == p.address && b.prefix.length == p.length) return status::fail("RTNETLINK answers: File exists");
@@ -239,8 +253,8 @@ class registry final : private grace_periods {
   }
 
   /// `ip route add|replace PREFIX [via GW] [dev D]` in main (fib_table_insert, fib_check_nh): the
-  /// device must be UP; a gateway must be reachable on a link route (through D if given); an
-  /// existing route for the prefix is File exists, or is replaced.
+  /// device must be UP; a gateway must resolve to a link route or to a local address (through D
+  /// if given); an existing route for the prefix is File exists, or is replaced.
   status route_add(netns& ns, const route_request& req, bool replace) {
     writer_section w(*this);
     net_device* dev = nullptr;
@@ -254,8 +268,12 @@ class registry final : private grace_periods {
         rcubatch::read_guard<Flavor> guard;
         via = ns.routes().lookup(*req.gateway);
       }
-      if (via == nullptr || via->table != route_table::main || via->gateway != 0 || (dev != nullptr && via->dev != dev))
-        return status::fail("RTNETLINK answers: Network is unreachable");
+      // fib_check_nh_v4_gw (net/ipv4/fib_semantics.c): the lookup runs at scope link (a route via
+      // another gateway does not resolve one) and through D if given; a result that is neither
+      // RTN_UNICAST nor RTN_LOCAL, or none, is extack "Nexthop has invalid gateway". A local
+      // result (the host's own address) passes, and the nexthop device is the address's device.
+      if (via == nullptr || via->gateway != 0 || (dev != nullptr && via->dev != dev))
+        return status::fail("Error: Nexthop has invalid gateway.");
       dev = via->dev;
     }
     if (dev == nullptr) return status::fail("RTNETLINK answers: No such device");
@@ -311,7 +329,16 @@ class registry final : private grace_periods {
     if (namespaces_.contains(name)) return status::fail("Cannot create namespace file " + quoted_name("/var/run/netns/" + name) + ": File exists");
     auto it = namespaces_.emplace(name, std::make_unique<netns>(name, flavor_)).first;
     try {
+      // ipip_init_net / ipgre_init_net (register_pernet_device) for each tunnel module loaded:
+      // its fallback device, allocated before anything in the namespace is published.
+      std::vector<std::unique_ptr<net_device>> fallbacks;
+      const int base = next_ifindex_.load(std::memory_order_relaxed);
+      for (link_kind k : {link_kind::ipip, link_kind::gre})
+        if (tunnel_module_loaded(k))
+          fallbacks.push_back(make_fallback(*it->second, k, base + static_cast<int>(fallbacks.size())));
       create_loopback(*it->second);
+      next_ifindex_.store(base + static_cast<int>(fallbacks.size()), std::memory_order_relaxed);
+      for (auto& d : fallbacks) publish_device(*it->second, *d.release());
     } catch (...) {
       namespaces_.erase(it);  // nothing was published in it
       throw;
@@ -395,6 +422,9 @@ class registry final : private grace_periods {
   }
 
   /// `rmmod TYPE`: every device of that link type in every namespace, one batch (__rtnl_kill_links).
+  /// A tunnel module's fallback devices go in the same batch. (Linux unregisters them in a second
+  /// one: ip_tunnel_dellink skips them in rtnl_link_unregister, and unregister_pernet_device's
+  /// ip_tunnel_delete_nets then takes them; netsim keeps one batch per command.)
   status module_unload(link_kind kind) {
     writer_section w(*this);
     rcubatch::unreg_queue<net_device> q;
@@ -403,8 +433,25 @@ class registry final : private grace_periods {
         if (d.kind == kind) dellink(d, q);
       });
     unregister(q);
+    if (is_tunnel(kind)) loaded_flag(kind) = false;
     return {};
   }
+
+  /// `modprobe ipip` / `modprobe ip_gre`: the fallback device (tunl0, gre0) in every namespace
+  /// (ip_tunnel_init_net per netns); nothing if loaded already. If a namespace has another device
+  /// of that name, __ip_tunnel_create fails, and so does the module (nothing changes).
+  /// Requires: `kind` is ipip or gre.
+  status module_load_tunnel(link_kind kind) {
+    writer_section w(*this);
+    if (tunnel_module_loaded(kind)) return {};
+    if (!tunnel_module_loadable(kind))
+      return status::fail(std::string("modprobe: ERROR: could not insert '") + (kind == link_kind::gre ? "ip_gre" : "ipip") +
+                          "': File exists");
+    load_tunnel_module(kind);
+    return {};
+  }
+  /// Whether `modprobe` of the tunnel type `kind` (ipip or gre) is in effect: its fallback devices exist.
+  bool tunnel_module_loaded(link_kind kind) const noexcept { return kind == link_kind::gre ? gre_loaded_ : ipip_loaded_; }
 
   // ---- observation ------------------------------------------------------------------------------
 
@@ -433,20 +480,93 @@ class registry final : private grace_periods {
  private:
   /// link_add's body, for a caller that holds the writer section (module_load_dummy).
   status link_add_locked(netns& ns, const link_request& req) {
+    std::unique_ptr<net_device> dev;
+    if (status s = prepare_device(ns, req, next_ifindex_.load(std::memory_order_relaxed), dev); !s.ok()) return s;
+    next_ifindex_.fetch_add(1, std::memory_order_relaxed);
+    publish_device(ns, *dev.release());
+    return {};
+  }
+
+  /// The checks and ndo_init of `req` as device `ifindex`, into `out`; nothing published and the
+  /// ifindex not taken. Throws: std::bad_alloc, with nothing changed.
+  status prepare_device(netns& ns, const link_request& req, int ifindex, std::unique_ptr<net_device>& out) {
     net_device* lower = nullptr;
     if (status s = check_newlink(ns, req, lower); !s.ok()) return s;
-    // Owned until published: an allocation failing in ndo_init leaves nothing (the ifindex is
-    // taken only once it cannot fail).
-    auto owned = std::make_unique<net_device>(req.name, req.kind, ns, next_ifindex_.load(std::memory_order_relaxed));
-    net_device& dev = *owned;
+    // Owned until published: an allocation failing in ndo_init leaves nothing.
+    auto owned = std::make_unique<net_device>(req.name, req.kind, ns, ifindex);
     // ndo_init first: the link state is complete before any reader can find the device by name
     // or index (an xmit sender looks tunnels up by name and reads dev->link at once).
     if (auto setup = ops_of(req.kind).setup)
-      setup(dev, lower, req, link_context{.flavor = flavor_, .lltx_allowed = strategy_->lltx_allowed()});
-    if (req.mtu) dev.mtu = *req.mtu;
-    next_ifindex_.fetch_add(1, std::memory_order_relaxed);
-    owned.release();
-    publish_device(ns, dev);
+      setup(*owned, lower, req, link_context{.flavor = flavor_, .lltx_allowed = strategy_->lltx_allowed()});
+    if (req.mtu) owned->mtu = *req.mtu;
+    out = std::move(owned);
+    return {};
+  }
+
+  static bool is_tunnel(link_kind k) noexcept { return k == link_kind::ipip || k == link_kind::gre; }
+  bool& loaded_flag(link_kind tunnel_kind) noexcept { return tunnel_kind == link_kind::gre ? gre_loaded_ : ipip_loaded_; }
+  /// The name ip_tunnel_init_net gives the fallback device: ipip's "tunl0", ip_gre's "gre0".
+  static std::string fallback_name(link_kind kind) { return kind == link_kind::gre ? "gre0" : "tunl0"; }
+  static bool is_fallback_tunnel(const net_device& d) noexcept {
+    const auto* t = std::get_if<tunnel_link>(&d.link);
+    return t != nullptr && t->params.fallback;
+  }
+  /// Whether no namespace has a device with the fallback's name (else __ip_tunnel_create fails).
+  bool tunnel_module_loadable(link_kind kind) {
+    for (netns* ns : all_namespaces())
+      if (ns->name_taken(fallback_name(kind))) return false;
+    return true;
+  }
+  /// The fallback device of `kind` for `ns` (no endpoints, no key: ip_tunnel_init_net's parms),
+  /// set up and not published. Throws: std::bad_alloc, with nothing changed.
+  std::unique_ptr<net_device> make_fallback(netns& ns, link_kind kind, int ifindex) {
+    link_request req;
+    req.name = fallback_name(kind);
+    req.kind = kind;
+    req.tunnel.fallback = true;
+    auto d = std::make_unique<net_device>(req.name, kind, ns, ifindex);
+    ops_of(kind).setup(*d, nullptr, req, link_context{.flavor = flavor_, .lltx_allowed = strategy_->lltx_allowed()});
+    return d;
+  }
+  /// Every namespace's fallback device of `kind`, as ifindexes `base`, `base` + 1, ...; allocated
+  /// and set up, nothing published. Throws: std::bad_alloc, with nothing changed.
+  std::vector<std::unique_ptr<net_device>> make_fallbacks(link_kind kind, int base) {
+    std::vector<netns*> all = all_namespaces();
+    std::vector<std::unique_ptr<net_device>> made;
+    made.reserve(all.size());
+    for (netns* ns : all) made.push_back(make_fallback(*ns, kind, base + static_cast<int>(made.size())));
+    return made;
+  }
+  /// Publishes make_fallbacks' devices (their ifindexes already taken): the module is loaded.
+  void publish_fallbacks(link_kind kind, std::vector<std::unique_ptr<net_device>>& made) noexcept {
+    for (auto& d : made) {
+      netns& ns = *d->ns;
+      publish_device(ns, *d.release());
+    }
+    loaded_flag(kind) = true;
+  }
+  /// Loads a tunnel module that tunnel_module_loadable allows: every namespace's fallback
+  /// device, all allocated before the first is published.
+  void load_tunnel_module(link_kind kind) {
+    const int base = next_ifindex_.load(std::memory_order_relaxed);
+    auto made = make_fallbacks(kind, base);
+    next_ifindex_.store(base + static_cast<int>(made.size()), std::memory_order_relaxed);
+    publish_fallbacks(kind, made);
+  }
+  /// link_add of a named request, loading the tunnel module first if `autoload` (see link_add):
+  /// the fallbacks and the new tunnel are all allocated before any is published, so running out
+  /// of memory leaves the module unloaded and no ifindex taken.
+  status link_add_loading(netns& ns, const link_request& req, bool autoload) {
+    if (!autoload) return link_add_locked(ns, req);
+    if (req.name == fallback_name(req.kind)) return status::fail("RTNETLINK answers: File exists (" + req.name + ")");
+    const int base = next_ifindex_.load(std::memory_order_relaxed);
+    auto fallbacks = make_fallbacks(req.kind, base);
+    const int tunnel_index = base + static_cast<int>(fallbacks.size());
+    std::unique_ptr<net_device> dev;
+    if (status s = prepare_device(ns, req, tunnel_index, dev); !s.ok()) return s;
+    next_ifindex_.store(tunnel_index + 1, std::memory_order_relaxed);
+    publish_fallbacks(req.kind, fallbacks);
+    publish_device(ns, *dev.release());
     return {};
   }
 
@@ -531,7 +651,7 @@ class registry final : private grace_periods {
   void open_device(net_device& d) {
     // Allocated before the device goes up (or a macvlan is hashed): then nothing below fails half-way.
     // inetdev_event NETDEV_UP: lo gets 127.0.0.1/8 (once; it stays across down/up).
-    const bool add_lo_address = d.kind == link_kind::loopback && d.addresses.empty();
+    const bool add_lo_address = d.kind == link_kind::loopback && d.addresses.empty() && d.has_in_device;
     const net_device::address lo_address{{0x7f000001, 8}, false, false};
     std::vector<std::unique_ptr<route>> made;
     if (add_lo_address) {
@@ -590,14 +710,16 @@ class registry final : private grace_periods {
   }
 
   /// The routes address `a` gives `d` (fib_add_ifaddr), allocated, not linked: the local /32,
-  /// and — unless local_only, or a secondary, /32, 0.0.0.0/8 or noprefixroute — its prefix
-  /// route (in main; for lo in local).
+  /// and — unless local_only, or a secondary, /32, network 0.0.0.0 or noprefixroute — its prefix
+  /// route (in main; for lo in local). fib_add_ifaddr skips ipv4_is_zeronet(prefix), which is
+  /// `addr == 0` since Linux 5.10 (include/linux/in.h, "Allow 0.0.0.0/8 as a valid address
+  /// range"): 0.1.2.3/16 gets 0.1.0.0/16, 0.1.2.3/8 gets none.
   static std::vector<std::unique_ptr<route>> address_routes(net_device& d, const net_device::address& a, bool local_only) {
     std::vector<std::unique_ptr<route>> out;
     out.reserve(2);
     out.push_back(std::make_unique<route>(ipv4_prefix{a.prefix.address, 32}, &d, route_table::local));
     const ipv4 network = a.prefix.network();
-    if (!local_only && !a.secondary && !a.noprefixroute && a.prefix.length < 32 && (network >> 24) != 0)
+    if (!local_only && !a.secondary && !a.noprefixroute && a.prefix.length < 32 && network != 0)
       out.push_back(std::make_unique<route>(a.prefix, &d,
                                             d.kind == link_kind::loopback ? route_table::local : route_table::main));
     return out;
@@ -639,9 +761,12 @@ class registry final : private grace_periods {
   }
 
   /// dev_set_mtu, then NETDEV_CHANGEMTU: vlans and macvlans above with a larger MTU are lowered to
-  /// it (vlan_device_event, macvlan_device_event), level by level.
-  void set_mtu(net_device& d, unsigned mtu) {
+  /// it (vlan_device_event, macvlan_device_event), level by level — each by dev_set_mtu, so an
+  /// upper that refuses the MTU keeps its own (a macvlan below its minimum of 68). Returns every
+  /// device whose NETDEV_CHANGEMTU ran (`d` first).
+  std::vector<net_device*> set_mtu(net_device& d, unsigned mtu) {
     d.mtu = mtu;
+    std::vector<net_device*> changed{&d};
     std::vector<net_device*> work{&d};
     while (!work.empty()) {
       net_device* x = work.back();
@@ -649,11 +774,39 @@ class registry final : private grace_periods {
       std::vector<net_device*> ups = vlan::uppers(*x);
       for (net_device* m : macvlan::dependents(*x)) ups.push_back(m);
       for (net_device* u : ups)
-        if (u->mtu > x->mtu) {
+        if (u->mtu > x->mtu && check_mtu(*u, x->mtu).empty()) {
           u->mtu = x->mtu;
           work.push_back(u);
+          changed.push_back(u);
         }
     }
+    return changed;
+  }
+
+  /// inetdev_event's NETDEV_CHANGEMTU (net/ipv4/devinet.c) for each device of `changed`: below
+  /// IPV4_MIN_MTU its in_device goes (inetdev_destroy: every address deleted, and with the last
+  /// one every route through the device, fib_inetaddr_event → fib_disable_ip); at 68 or more a
+  /// device without one gets an empty one (inetdev_init: the addresses do not come back).
+  /// The routes of all of them share one grace period.
+  void inet_mtu_changed(const std::vector<net_device*>& changed) {
+    std::vector<net_device*> losing;
+    for (net_device* x : changed) {
+      if (x->mtu >= kIpv4MinMtu) x->has_in_device = true;
+      else if (x->has_in_device) losing.push_back(x);
+    }
+    std::vector<route*> gone;
+    for (net_device* x : losing)
+      if (!x->addresses.empty())
+        for (route& r : x->routes) gone.push_back(&r);
+    for (route* r : gone) r->dev->ns->routes().unlink(*r);
+    for (net_device* x : losing) {
+      x->ns->routes().sweep();
+      x->addresses.clear();
+      x->has_in_device = false;
+    }
+    if (gone.empty()) return;
+    timed_synchronize(domain_, counters_);
+    for (route* r : gone) delete r;
   }
 
   /// ndo_stop plus the state change; the macvlan unhash waits unless the device is dismantling.
@@ -668,16 +821,18 @@ class registry final : private grace_periods {
   /// period for all of them (dev_deactivate_many), in every kernel era. Requires: all UP.
   void close_many(const std::vector<net_device*>& devices) {
     if (devices.empty()) return;
-    // NETDEV_DOWN flushes every route through each device (fib_disable_ip → fib_sync_down_dev);
-    // the routes of its addresses come back on up. The unlinked routes share dev_deactivate's
-    // grace period.
+    // NETDEV_DOWN flushes the routes through each device (fib_disable_ip(dev, event, false) →
+    // fib_sync_down_dev without force): every route but the local ones, whose nexthop scope is
+    // RT_SCOPE_NOWHERE, so the device's addresses stay local (`route get` of one still answers
+    // "local"); the others come back on up. The unlinked routes share dev_deactivate's grace period.
     boost::intrusive::list<route, boost::intrusive::member_hook<route, boost::intrusive::list_member_hook<>,
                                                                 &route::dev_hook>>
         dead;
     netns* swept = nullptr;
     for (net_device* d : devices) {
-      while (!d->routes.empty()) {
-        route& r = d->routes.front();
+      for (auto it = d->routes.begin(); it != d->routes.end();) {
+        route& r = *it++;  // advanced first: unlink takes r off d->routes
+        if (r.table == route_table::local) continue;
         d->ns->routes().unlink(r);
         dead.push_back(r);
       }
@@ -707,6 +862,8 @@ class registry final : private grace_periods {
   vlan::cascade vlan_cascade_;
   macvlan::cascade macvlan_cascade_;
   fib_notifier fib_;
+  bool ipip_loaded_ = false;  // `modprobe ipip` / ip_gre: the fallback devices exist (writer lock)
+  bool gre_loaded_ = false;
   rcubatch::rollback_options options_{};
   registry_counters counters_{};          // writer lock
   rcubatch::batch_stats last_batch_{};    // writer lock

@@ -15,7 +15,8 @@
 //   route show [dev NAME]         route get A
 //   netns add NAME  netns del NAME...  netns list  netns exec NS ip CMD...
 //   ifconfig NAME up|down         (as link set NAME up|down)
-//   module load dummy [numdummies=N] (default 1)  module unload TYPE (every device of TYPE, one batch)
+//   module load dummy [numdummies=N] (default 1) | ipip | gre|ip_gre (the fallback tunl0 / gre0 in
+//            every namespace)   module unload TYPE (every device of TYPE, one batch)
 //   xmit DEV packets N threads T  time CMD (wall and CPU time, faults, switches, GPs)
 // plus the script extensions of script.hpp (default, for, {EXPR}). Valid iproute2 syntax that
 // netsim does not model is refused with "... is not modelled by netsim".
@@ -578,10 +579,13 @@ class interpreter {
     {
       rcubatch::read_guard<Flavor> guard;  // a reader like any other: no writer lock
       ns.for_each_device([&](netdev::net_device& d) {
-        if (only && d.kind != *only) return;
-        if (only_up && !d.is_up()) return;
+        // The name is looked up first (ip's ll_name_to_index: "does not exist" only if absent);
+        // type and up only filter what is printed, so `link show X type vlan` of a dummy X
+        // prints nothing and succeeds (iplink_filter_req / print_linkinfo's kind filter).
         if (!dev.empty() && d.name != dev) return;
         found = true;
+        if (only && d.kind != *only) return;
+        if (only_up && !d.is_up()) return;
         out_ << d.ifindex << ": " << d.name;
         if (const netdev::upper_link* u = netdev::upper_device::of(d)) out_ << '@' << u->lower->name;
         out_ << ": <" << (d.is_up() ? "UP" : "DOWN") << "> type " << netdev::to_string(d.kind) << " link/ether "
@@ -590,7 +594,8 @@ class interpreter {
           out_ << " vlan protocol " << (v->protocol_8021ad ? "802.1ad" : "802.1Q") << " id " << v->vid;
         if (auto* m = std::get_if<netdev::macvlan_link>(&d.link)) out_ << " macvlan mode " << netdev::to_string(m->mode);
         if (auto* t = std::get_if<netdev::tunnel_link>(&d.link))
-          out_ << " remote " << netdev::to_string(t->params.remote) << " local " << netdev::to_string(t->params.local)
+          // tnl_print_endpoint (iproute2 ip/tunnel.c): a wildcard endpoint (0.0.0.0) is "any".
+          out_ << " remote " << endpoint(t->params.remote) << " local " << endpoint(t->params.local)
                << (t->params.has_key ? " key " + std::to_string(t->params.key) : "") << (t->params.oseq ? " oseq" : "")
                << " tx_packets " << netdev::tunnel_packets(*t);
         out_ << '\n';
@@ -599,6 +604,8 @@ class interpreter {
     if (!dev.empty() && !found) return status::fail("Device " + netsim::quoted(dev) + " does not exist.");
     return {};
   }
+
+  static std::string endpoint(netdev::ipv4 a) { return a == 0 ? std::string("any") : netdev::to_string(a); }
 
   static bool is_ipv6(const std::string& w) noexcept { return w.find(':') != std::string::npos; }
 
@@ -777,10 +784,10 @@ class interpreter {
     if (r == nullptr) return status::fail("RTNETLINK answers: Network is unreachable");
     if (r->table == netdev::route_table::local) {
       // Local delivery goes through the loopback device, as `ip route get` of a local address shows.
-      out_ << "local " << a[0] << " dev lo (" << netdev::to_string(r->prefix) << " table local)\n";
+      out_ << "local " << netdev::to_string(*addr) << " dev lo (" << netdev::to_string(r->prefix) << " table local)\n";
       return {};
     }
-    out_ << a[0];
+    out_ << netdev::to_string(*addr);
     if (r->gateway != 0) out_ << " via " << netdev::to_string(r->gateway);
     out_ << " dev " << r->dev->name << " (" << netdev::to_string(r->prefix) << ")\n";
     return {};
@@ -804,7 +811,9 @@ class interpreter {
       if (!n || *n > 10'000'000ULL) return status::fail("modprobe: ERROR: could not insert 'dummy': Invalid argument");
       count = static_cast<long long>(*n);
     }
-    return *kind == netdev::link_kind::dummy ? reg_.module_load_dummy(static_cast<long>(count)) : status{};
+    if (*kind == netdev::link_kind::dummy) return reg_.module_load_dummy(static_cast<long>(count));
+    if (*kind == netdev::link_kind::ipip || *kind == netdev::link_kind::gre) return reg_.module_load_tunnel(*kind);
+    return {};
   }
 
   status xmit(words_t a, netdev::netns& ns) {

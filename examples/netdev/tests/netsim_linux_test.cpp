@@ -188,14 +188,15 @@ TEST(netsim_linux, every_namespace_has_lo_and_127_0_0_1_is_local_once_it_is_up) 
   EXPECT_EQ(up.result.routes, 0u);  // lo's routes are in the local table, not main
 }
 
-TEST(netsim_linux, down_flushes_routes_and_up_restores_those_of_the_addresses) {
-  // fib_add_ifaddr: the prefix route only while UP; fib_disable_ip flushes on down, static ones too.
+TEST(netsim_linux, down_flushes_all_but_local_routes_and_up_restores_those_of_the_addresses) {
+  // fib_add_ifaddr: the prefix route only while UP; fib_disable_ip flushes on down, static ones
+  // too, but not the local ones (fib_sync_down_dev without force: nexthop scope RT_SCOPE_NOWHERE).
   const std::string setup =
       "link add name d0 type dummy\n"
       "addr add 10.0.0.1/24 dev d0\n"
       "addr add 10.0.0.2/24 dev d0\n"    // secondary: no second prefix route
       "addr add 10.9.9.9/32 dev d0\n"    // a /32: no prefix route in main
-      "addr add 0.1.2.3/16 dev d0\n";    // 0.0.0.0/8: ipv4_is_zeronet, no prefix route
+      "addr add 0.1.2.3/8 dev d0\n";     // network 0.0.0.0: ipv4_is_zeronet, no prefix route
   auto down = run(setup + "route get 10.0.0.7\n", netdev::unreg_mode::batched, true);
   EXPECT_EQ(down.result.routes, 0u);
   EXPECT_TRUE(has(down.err, "Network is unreachable"));
@@ -205,9 +206,9 @@ TEST(netsim_linux, down_flushes_routes_and_up_restores_those_of_the_addresses) {
   EXPECT_TRUE(has(up.out, "10.0.0.0/24 dev d0 proto kernel scope link\n192.168.0.0/16 via 10.0.0.254 dev d0\n")) << up.out;
   auto cycled = run(setup + "link set d0 up\nroute add 192.168.0.0/16 via 10.0.0.254\nlink set d0 down\n"
                             "route get 10.9.9.9\nlink set d0 up\nroute show\n", netdev::unreg_mode::batched, true);
-  EXPECT_TRUE(has(cycled.err, "t:9: error: RTNETLINK answers: Network is unreachable")) << cycled.err;  // local flushed too
+  EXPECT_TRUE(cycled.result.ok) << cycled.err;  // the address stayed local while down
   EXPECT_EQ(cycled.result.routes, 1u);  // the kernel route is back; the static one is not
-  EXPECT_EQ(cycled.out, "10.0.0.0/24 dev d0 proto kernel scope link\n");
+  EXPECT_EQ(cycled.out, "local 10.9.9.9 dev lo (10.9.9.9/32 table local)\n10.0.0.0/24 dev d0 proto kernel scope link\n");
 }
 
 TEST(netsim_linux, vlans_need_an_up_lower_and_follow_it_down_and_up) {
@@ -329,7 +330,7 @@ TEST(netsim_issue27, a_link_without_a_name_is_named_kind_percent_d) {
                  "link add link dummy0 type macvlan\nlink add type ipip remote 10.0.0.2\nlink show\n", mode);
     ASSERT_TRUE(o.result.ok) << o.err;
     EXPECT_TRUE(has(o.out, "2: dummy0: ") && has(o.out, "3: dummy1: ") && has(o.out, "4: vlan0@dummy0: ") &&
-                has(o.out, "5: macvlan0@dummy0: ") && has(o.out, "6: ipip0: "))
+                has(o.out, "5: macvlan0@dummy0: ") && has(o.out, "6: tunl0: ") && has(o.out, "7: ipip0: "))
         << o.out;
   }
   // An empty NAME is not "no name": ip's check_ifname refuses it.
@@ -415,7 +416,7 @@ TEST(netsim_issue27, a_tunnel_without_endpoints_clashes_with_the_fallback_device
     EXPECT_TRUE(has(o.err, "t:1: error: RTNETLINK answers: File exists")) << o.err;
     EXPECT_TRUE(has(o.err, "t:2: error: RTNETLINK answers: File exists")) << o.err;
     EXPECT_FALSE(has(o.err, "t:3:")) << o.err;
-    EXPECT_EQ(o.result.devices, 2u);  // lo, gk
+    EXPECT_EQ(o.result.devices, 3u);  // lo, gk and the gre0 its module brought (the failed lines loaded none)
   }
 }
 
@@ -427,9 +428,9 @@ TEST(netsim_issue27, a_tunnel_with_one_endpoint_is_accepted) {
                  "link add g2 type gre remote 10.0.0.2\nlink show g\nlink show t\n", mode, true);
     EXPECT_TRUE(has(o.err, "t:3: error: RTNETLINK answers: File exists")) << o.err;
     EXPECT_FALSE(has(o.err, "t:1:") || has(o.err, "t:2:")) << o.err;
-    EXPECT_TRUE(has(o.out, ": g: <DOWN> type gre link/ether 02:00:00:00:00:02 remote 10.0.0.2 local 0.0.0.0 tx_packets 0\n"))
+    EXPECT_TRUE(has(o.out, ": g: <DOWN> type gre link/ether 02:00:00:00:00:03 remote 10.0.0.2 local any tx_packets 0\n"))
         << o.out;
-    EXPECT_TRUE(has(o.out, ": t: <DOWN> type ipip link/ether 02:00:00:00:00:03 remote 0.0.0.0 local 10.0.0.1 tx_packets 0\n"))
+    EXPECT_TRUE(has(o.out, ": t: <DOWN> type ipip link/ether 02:00:00:00:00:05 remote any local 10.0.0.1 tx_packets 0\n"))
         << o.out;
   }
 }
@@ -519,6 +520,224 @@ TEST(netsim_issue27, a_mebibyte_line_of_one_character_is_read_in_linear_time) {
                        netdev::unreg_mode::batched, true);
   EXPECT_TRUE(has(continued.err, "t:1: error: line longer than 1048576 bytes")) << continued.err.substr(0, 200);
   EXPECT_EQ(continued.result.devices, 2u);
+}
+
+// ---- issue 38: IPv4 state across MTU and link changes, the fallback tunnels, ip's forms ----------
+// Each expected output is what `ip` prints for the same commands on Linux (netsim's own line
+// format: `link show` one line per device, `addr show` "N: NAME: <UP> mtu M" + "    inet A/P NAME").
+
+/// Runs `script` under -force in each mode and expects, in both, exactly `errors` on stderr (whole
+/// "t:N: error: ..." lines, in order) and exactly `out` on stdout. Returns the outcomes (batched,
+/// legacy) for the caller's further checks.
+std::vector<outcome> expect_in_both_modes(const std::string& script, const std::vector<std::string>& errors,
+                                          const std::string& out) {
+  std::string expected_err;
+  for (const std::string& e : errors) expected_err += e + "\n";
+  std::vector<outcome> both;
+  for (auto mode : kModes) {
+    outcome o = run(script, mode, true);
+    const char* name = mode == netdev::unreg_mode::batched ? "batched" : "legacy";
+    EXPECT_EQ(o.err, expected_err) << name;
+    EXPECT_EQ(o.out, out) << name;
+    EXPECT_EQ(o.result.errors, static_cast<int>(errors.size())) << name;
+    both.push_back(std::move(o));
+  }
+  return both;
+}
+
+TEST(netsim_issue38, an_mtu_below_68_takes_ipv4_away_and_raising_it_gives_an_empty_device) {
+  // inetdev_event (net/ipv4/devinet.c), NETDEV_CHANGEMTU: !inetdev_valid_mtu(68) → inetdev_destroy
+  // (every address, and with the last one every route through the device, static ones too);
+  // without an in_device rtm_to_ifaddr answers ENOBUFS; mtu >= 68 again → inetdev_init (empty).
+  const auto both = expect_in_both_modes(
+      "link add name d0 type dummy\nlink set d0 up\naddr add 10.0.0.1/24 dev d0\n"
+      "link add link d0 name d0.5 type vlan id 5\nlink set d0.5 up\naddr add 10.5.0.1/24 dev d0.5\n"
+      "route add 192.168.0.0/16 via 10.0.0.254\n"
+      "link set d0 mtu 67\n"            // 8: d0.5 follows it down to 67 (NETDEV_CHANGEMTU) and loses IPv4 too
+      "addr show\nroute show\nroute get 10.0.0.1\n"
+      "addr add 10.0.0.1/24 dev d0\n"   // 12: ENOBUFS
+      "link set d0 mtu 1500\naddr show dev d0\n"
+      "addr add 10.0.0.1/24 dev d0\nroute show\n",
+      {"t:11: error: RTNETLINK answers: Network is unreachable", "t:12: error: RTNETLINK answers: No buffer space available"},
+      "1: lo: <DOWN> mtu 65536\n2: d0: <UP> mtu 67\n3: d0.5: <UP> mtu 67\n"  // addr show: no inet lines
+      // route show after the drop: nothing; addr show dev d0 after mtu 1500: still nothing
+      "2: d0: <UP> mtu 1500\n"
+      "10.0.0.0/24 dev d0 proto kernel scope link\n");
+  for (const outcome& o : both) EXPECT_EQ(o.result.routes, 1u);
+}
+
+TEST(netsim_issue38, a_macvlan_refuses_an_mtu_below_the_ethernet_minimum) {
+  // ether_setup gives a macvlan min_mtu ETH_MIN_MTU (68); dev_validate_mtu (net/core/dev.c)
+  // refuses less with the extack ip prints, at link add (rtnl_create_link) and at link set. The
+  // lower going below it leaves the macvlan's MTU as it was (macvlan_device_event's dev_set_mtu fails).
+  expect_in_both_modes("link add name d0 type dummy\nlink add link d0 name m0 mtu 67 type macvlan\n"
+                       "link add link d0 name m1 type macvlan\nlink set m1 mtu 67\nlink set m1 mtu 68\naddr show dev m1\n"
+                       "link set d0 mtu 60\naddr show\n",
+                       {"t:2: error: Error: mtu less than device minimum.", "t:4: error: Error: mtu less than device minimum."},
+                       "3: m1: <DOWN> mtu 68\n"  // m0 was refused before it took an ifindex
+                       "1: lo: <DOWN> mtu 65536\n2: d0: <DOWN> mtu 60\n3: m1: <DOWN> mtu 68\n");
+}
+
+TEST(netsim_issue38, a_device_going_down_keeps_its_addresses_local) {
+  // fib_netdev_event NETDEV_DOWN → fib_disable_ip(dev, event, false) → fib_sync_down_dev without
+  // force: a local route's nexthop has scope RT_SCOPE_NOWHERE and is not marked dead, so `ip route
+  // get` of the device's own address still answers local through lo; the prefix route goes.
+  expect_in_both_modes("link add name d0 type dummy\nlink set d0 up\naddr add 10.0.0.1/24 dev d0\n"
+                       "link set d0 down\nroute get 10.0.0.1\nroute get 10.0.0.2\nroute show\n"
+                       "link set d0 up\nroute get 10.0.0.2\n",
+                       {"t:6: error: RTNETLINK answers: Network is unreachable"},
+                       "local 10.0.0.1 dev lo (10.0.0.1/32 table local)\n10.0.0.2 dev d0 (10.0.0.0/24)\n");
+}
+
+TEST(netsim_issue38, an_address_in_zero_slash_eight_gets_a_prefix_route_unless_its_network_is_zero) {
+  // fib_add_ifaddr skips ipv4_is_zeronet(prefix), which is `addr == 0` since Linux 5.10
+  // (include/linux/in.h, "Allow 0.0.0.0/8 as a valid address range"): 0.1.2.3/16 has network
+  // 0.1.0.0 and gets its route; 0.9.2.3/8 has network 0.0.0.0 and gets none. A gateway in the
+  // range is then reachable.
+  expect_in_both_modes("link add name d0 type dummy\nlink set d0 up\naddr add 0.1.2.3/16 dev d0\naddr add 0.9.2.3/8 dev d0\n"
+                       "route add 10.0.0.0/8 via 0.1.0.9\nroute show\n",
+                       {}, "0.1.0.0/16 dev d0 proto kernel scope link\n10.0.0.0/8 via 0.1.0.9 dev d0\n");
+}
+
+TEST(netsim_issue38, a_gateway_that_is_one_of_the_hosts_own_addresses_is_accepted) {
+  // fib_check_nh_v4_gw (net/ipv4/fib_semantics.c): the gateway's lookup may give RTN_LOCAL, and
+  // the nexthop device is then the one holding the address.
+  expect_in_both_modes("link add name d0 type dummy\nlink set d0 up\naddr add 10.0.0.1/24 dev d0\n"
+                       "route add 172.16.0.0/12 via 10.0.0.1\nroute add 172.17.0.0/16 via 10.0.0.1 dev d0\nroute show\n",
+                       {},
+                       "10.0.0.0/24 dev d0 proto kernel scope link\n172.16.0.0/12 via 10.0.0.1 dev d0\n"
+                       "172.17.0.0/16 via 10.0.0.1 dev d0\n");
+}
+
+TEST(netsim_issue38, an_unreachable_gateway_is_reported_as_an_invalid_nexthop_gateway) {
+  // fib_check_nh_v4_gw: a failed lookup (no route, only a route via another gateway, or another
+  // device than `dev`) sets the extack "Nexthop has invalid gateway", which ip prints as "Error: ...".
+  const auto both = expect_in_both_modes(
+      "link add name d0 type dummy\nlink add name d1 type dummy\nlink set d0 up\nlink set d1 up\n"
+      "addr add 10.0.0.1/24 dev d0\nroute add 172.16.0.0/12 via 10.0.0.2\n"
+      "route add 192.168.0.0/16 via 9.9.9.9\n"          // 7: no route at all
+      "route add 192.169.0.0/16 via 172.16.0.1\n"       // 8: only a route via a gateway
+      "route add 192.170.0.0/16 via 10.0.0.2 dev d1\n", // 9: through the wrong device
+      {"t:7: error: Error: Nexthop has invalid gateway.", "t:8: error: Error: Nexthop has invalid gateway.",
+       "t:9: error: Error: Nexthop has invalid gateway."},
+      "");
+  for (const outcome& o : both) EXPECT_EQ(o.result.routes, 2u);
+}
+
+TEST(netsim_issue38, iproute2s_short_ipv4_forms_are_read_for_addresses_and_routes) {
+  // iproute2 get_addr_ipv4 (lib/utils.c): 1 to 4 parts, base 0, missing bytes zero; get_prefix_1 /
+  // get_netmask: the length in base 0 or as a dotted mask. The ip-route man page's example
+  // `ip route add 10.0.0/24 via 193.233.7.65` is one of them.
+  const auto both = expect_in_both_modes(
+      "link add name d0 type dummy\nlink set d0 up\naddr add 10.9/16 dev d0\n"
+      "addr add 193.233.7.66/255.255.255.0 dev d0\n"
+      "route add 10.0.0/24 via 193.233.7.65\nroute add 172.16/12 via 0xa.011.0.1\n"
+      "route get 10.0.0\naddr show dev d0\nroute show\nroute del 172.16/12\n"
+      "addr add 10.256/16 dev d0\naddr add 10.0.0.0.1/16 dev d0\n",
+      {"t:11: error: Error: inet prefix is expected rather than \"10.256/16\".",
+       "t:12: error: Error: inet prefix is expected rather than \"10.0.0.0.1/16\"."},
+      "10.0.0.0 via 193.233.7.65 dev d0 (10.0.0.0/24)\n"
+      "2: d0: <UP> mtu 1500\n    inet 10.9.0.0/16 d0\n    inet 193.233.7.66/24 d0\n"
+      "10.9.0.0/16 dev d0 proto kernel scope link\n193.233.7.0/24 dev d0 proto kernel scope link\n"
+      "10.0.0.0/24 via 193.233.7.65 dev d0\n172.16.0.0/12 via 10.9.0.1 dev d0\n");
+  for (const outcome& o : both) EXPECT_EQ(o.result.routes, 3u);
+}
+
+TEST(netsim_issue38, gre0_and_tunl0_exist_in_every_namespace_once_their_module_is_loaded) {
+  // ip_tunnel_init_net (net/ipv4/ip_tunnel.c), per netns at module load (rtnl_newlink's
+  // request_module for the first tunnel, or modprobe) and in each namespace made later: the
+  // fallback device (no endpoints, no key). It takes mtu, up and addresses; its name is taken
+  // (an unnamed gre is gre1); `link del` of it succeeds and deletes nothing (ip_tunnel_dellink).
+  const auto both = expect_in_both_modes(
+      "netns add a\n"
+      "link add name g1 type gre remote 10.0.0.2\n"   // loads ip_gre: gre0 here and in a
+      "link add type gre remote 10.0.0.3\n"           // unnamed: gre%d with gre0 taken is gre1
+      "link add gre0 type gre remote 10.0.0.4\n"      // 4: File exists
+      "link del gre0\n"                                // nothing happens
+      "link set gre0 mtu 1400 up\naddr add 192.168.0.1/24 dev gre0\n"
+      "module load ipip\n"                             // tunl0 here and in a
+      "netns add b\n"                                  // b gets both
+      "link show\n-n a link show\n-n b link show\naddr show dev gre0\n",
+      {"t:4: error: RTNETLINK answers: File exists (gre0)"},
+      "1: lo: <DOWN> type loopback link/ether 00:00:00:00:00:00\n"
+      "2: gre0: <UP> type gre link/ether 02:00:00:00:00:02 remote any local any tx_packets 0\n"
+      "4: g1: <DOWN> type gre link/ether 02:00:00:00:00:04 remote 10.0.0.2 local any tx_packets 0\n"
+      "5: gre1: <DOWN> type gre link/ether 02:00:00:00:00:05 remote 10.0.0.3 local any tx_packets 0\n"
+      "6: tunl0: <DOWN> type ipip link/ether 02:00:00:00:00:06 remote any local any tx_packets 0\n"
+      "1: lo: <DOWN> type loopback link/ether 00:00:00:00:00:00\n"
+      "3: gre0: <DOWN> type gre link/ether 02:00:00:00:00:03 remote any local any tx_packets 0\n"
+      "7: tunl0: <DOWN> type ipip link/ether 02:00:00:00:00:07 remote any local any tx_packets 0\n"
+      "1: lo: <DOWN> type loopback link/ether 00:00:00:00:00:00\n"
+      "8: tunl0: <DOWN> type ipip link/ether 02:00:00:00:00:08 remote any local any tx_packets 0\n"
+      "9: gre0: <DOWN> type gre link/ether 02:00:00:00:00:09 remote any local any tx_packets 0\n"
+      "2: gre0: <UP> mtu 1400\n    inet 192.168.0.1/24 gre0\n");
+  for (const outcome& o : both) EXPECT_EQ(o.result.devices, 11u);  // 3 lo, 3 gre0, 3 tunl0, g1, gre1
+}
+
+TEST(netsim_issue38, fallback_devices_go_in_the_same_batch_as_the_rest_at_module_unload_and_netns_exit) {
+  // rmmod ip_gre: every gre device of every namespace, fallbacks included, one batch (2 GPs);
+  // the module is then unloaded (a new namespace has no gre0). netns del: gre0 with the rest.
+  const std::string setup = "netns add a\nlink add name g1 type gre remote 10.0.0.2\n"
+                            "-n a link add name g2 type gre remote 10.0.0.2\nmodule load ipip\n";
+  for (auto mode : kModes) {
+    auto unload = run(setup + "time module unload ip_gre\nnetns add b\n-n b link show\nlink show\n", mode);
+    ASSERT_TRUE(unload.result.ok) << unload.err;
+    ASSERT_EQ(unload.result.timings.size(), 1u);
+    EXPECT_EQ(unload.result.objects_unregistered, 4u);  // g1, g2, two gre0
+    EXPECT_EQ(unload.result.timings[0].grace_periods, mode == netdev::unreg_mode::batched ? 2u : 8u);
+    EXPECT_EQ(unload.out,
+              "1: lo: <DOWN> type loopback link/ether 00:00:00:00:00:00\n"
+              "8: tunl0: <DOWN> type ipip link/ether 02:00:00:00:00:08 remote any local any tx_packets 0\n"
+              "1: lo: <DOWN> type loopback link/ether 00:00:00:00:00:00\n"
+              "6: tunl0: <DOWN> type ipip link/ether 02:00:00:00:00:06 remote any local any tx_packets 0\n");
+    auto exit = run(setup + "time netns del a\n", mode);
+    ASSERT_TRUE(exit.result.ok) << exit.err;
+    ASSERT_EQ(exit.result.timings.size(), 1u);
+    EXPECT_EQ(exit.result.objects_unregistered, 4u);  // lo, gre0, tunl0 and g2 of a
+    if (mode == netdev::unreg_mode::batched) EXPECT_EQ(exit.result.batches, 1u);
+    EXPECT_EQ(exit.result.devices, 4u);  // lo, gre0, g1, tunl0
+  }
+}
+
+TEST(netsim_issue38, a_tunnel_module_does_not_load_while_another_device_has_its_fallbacks_name) {
+  // ip_tunnel_init_net: __ip_tunnel_create fails (EEXIST) in a namespace that has a gre0 already,
+  // and so the module load; rtnl_newlink then has no ops for the kind ("Unknown device type").
+  const auto both = expect_in_both_modes(
+      "netns add a\n-n a link add name gre0 type dummy\nlink add name g1 type gre remote 10.0.0.2\n"
+      "module load ip_gre\n-n a link del gre0\nlink add name g1 type gre remote 10.0.0.2\n-n a link show\n",
+      {"t:3: error: Error: Unknown device type.", "t:4: error: modprobe: ERROR: could not insert 'ip_gre': File exists"},
+      "1: lo: <DOWN> type loopback link/ether 00:00:00:00:00:00\n"
+      "4: gre0: <DOWN> type gre link/ether 02:00:00:00:00:04 remote any local any tx_packets 0\n");
+  for (const outcome& o : both) EXPECT_EQ(o.result.devices, 5u);  // two lo, two gre0, g1
+}
+
+TEST(netsim_issue38, a_macvlan_on_a_tunnel_is_invalid_argument) {
+  // macvlan_port_create (drivers/net/macvlan.c): EINVAL unless dev->type is ARPHRD_ETHER.
+  const auto both = expect_in_both_modes(
+      "link add name g1 type gre remote 10.0.0.2\nlink add link g1 name m0 type macvlan\n"
+      "link add link tunl0 name m1 type macvlan\nmodule load ipip\nlink add link tunl0 name m1 type macvlan\n",
+      {"t:2: error: RTNETLINK answers: Invalid argument", "t:3: error: Cannot find device \"tunl0\"",
+       "t:5: error: RTNETLINK answers: Invalid argument"},
+      "");
+  for (const outcome& o : both) EXPECT_EQ(o.result.devices, 4u);  // lo, gre0, g1, tunl0 and no macvlan
+}
+
+TEST(netsim_issue38, link_show_of_a_device_of_another_type_prints_nothing_and_succeeds) {
+  // iproute2 ipaddr_list_flush_or_save: the name must exist (else "Device ... does not exist."),
+  // the type only filters what is printed.
+  expect_in_both_modes("link add name d0 type dummy\nlink show d0 type vlan\nlink show dev d0 type dummy\n"
+                       "link show d0 up\nlink show nosuch type vlan\n",
+                       {"t:5: error: Device \"nosuch\" does not exist."},
+                       "2: d0: <DOWN> type dummy link/ether 02:00:00:00:00:02\n");
+}
+
+TEST(netsim_issue38, link_show_prints_any_for_a_wildcard_tunnel_endpoint) {
+  // tnl_print_endpoint (iproute2 ip/tunnel.c): an INADDR_ANY endpoint prints as "any".
+  expect_in_both_modes("link add name t1 type ipip local 10.0.0.1\nlink add name t2 type ipip remote 10.0.0.2 local 10.0.0.1\n"
+                       "link show t1\nlink show t2\n",
+                       {},
+                       "3: t1: <DOWN> type ipip link/ether 02:00:00:00:00:03 remote any local 10.0.0.1 tx_packets 0\n"
+                       "4: t2: <DOWN> type ipip link/ether 02:00:00:00:00:04 remote 10.0.0.2 local 10.0.0.1 tx_packets 0\n");
 }
 
 }  // namespace

@@ -130,7 +130,7 @@ TEST(netsim, legacy_and_batched_end_in_the_same_state) {
   EXPECT_EQ(batched.result.devices, legacy.result.devices);
   EXPECT_EQ(batched.result.routes, legacy.result.routes);
   EXPECT_EQ(batched.result.objects_unregistered, legacy.result.objects_unregistered);
-  EXPECT_EQ(batched.result.devices, 8u);  // keep, dummy0,1,3,4, g, and lo in both namespaces
+  EXPECT_EQ(batched.result.devices, 10u);  // keep, dummy0,1,3,4, g, and lo and gre0 in both namespaces
   EXPECT_LT(batched.result.grace_periods, legacy.result.grace_periods);
   ASSERT_EQ(batched.result.timings.size(), 1u);
   EXPECT_EQ(batched.result.timings[0].grace_periods, 2u);  // eth0 + 19 vlans + 4 macvlans, one batch
