@@ -13,9 +13,11 @@
 //   - extra namespaces holding dummies, vlans, macvlans and ipip / gre tunnels; deleted one or
 //     several in one `netns_del` command (one batch), sometimes naming one twice;
 //   - eight xmit slots of gre tunnels in the initial namespace (gre<slot>_<n>, a new name per
-//     tunnel; gre<slot> with --reuse-gre-names), which the xmit threads transmit through
+//     tunnel; gre<slot>x with --reuse-gre-names), which the xmit threads transmit through
 //     (netdev::run_xmit, one sender per call) and which the writer deletes under them — one by one
 //     or with `module_unload gre`;
+//   - the tunnel modules' fallback devices (tunl0, gre0 in every namespace once the first tunnel of
+//     their kind is added; gone at module_unload, or with their namespace): counted by the model;
 // Known example bugs this program does not run into by default (RELIABILITY.md):
 //   - registry::link_add publishes a device before its link state (tunnel_link, vlan_link,
 //     macvlan_link) is constructed; --reuse-gre-names makes senders look up names that are being
@@ -178,7 +180,7 @@ struct ns_model {
   std::size_t routes = 0;
 };
 
-constexpr unsigned kGrePool = 8;  // gre0 … gre7 in init_net: the xmit targets
+constexpr unsigned kGrePool = 8;  // eight slots of gre tunnels in init_net: the xmit targets
 
 template <class Flavor>
 class run {
@@ -286,6 +288,12 @@ class run {
   }
   netdev::netns& ns_of(const std::string& name) { return *reg_->find_netns(name); }
   std::size_t total_devices() const noexcept { return devs_.size(); }
+  static std::size_t tunnel_slot(link_kind k) noexcept { return k == link_kind::gre ? 1 : 0; }
+  static bool is_tunnel(link_kind k) noexcept { return k == link_kind::ipip || k == link_kind::gre; }
+  /// Devices each namespace has beyond the model's: its lo, and one fallback per loaded tunnel module.
+  std::size_t per_namespace_devices() const noexcept {
+    return 1 + static_cast<std::size_t>(tunnel_loaded_[0]) + static_cast<std::size_t>(tunnel_loaded_[1]);
+  }
 
   // ---- model updates ---------------------------------------------------------------------------
 
@@ -345,6 +353,10 @@ class run {
     expect_ok(s, "link_add", req.name);
     if (!s.ok()) return false;
     const std::string name = req.name;
+    if (is_tunnel(req.kind) && !tunnel_loaded_[tunnel_slot(req.kind)]) {  // the module loads: a fallback per namespace
+      tunnel_loaded_[tunnel_slot(req.kind)] = true;
+      created_ += nss_.size();
+    }
     if (req.kind == link_kind::vlan) {
       devs_.at(lower_name).vids.insert(req.vid);
       vid_of_[name] = req.vid;
@@ -491,7 +503,7 @@ class run {
     if (!s.ok()) return;
     nss_[name];
     ++ns_created_;
-    ++created_;  // its lo (loopback_net_init)
+    created_ += per_namespace_devices();  // its lo (loopback_net_init) and a fallback per loaded tunnel module
     check_counts("netns_add");
     const std::size_t n = log_uniform(std::max<std::size_t>(1, o_.max_create / 4));
     for (std::size_t i = 0; i < n; ++i) {
@@ -519,7 +531,7 @@ class run {
     }
   }
 
-  /// Fills a free slot of the xmit pool (gre0 … gre7 in init_net).
+  /// Fills a free slot of the xmit pool (gre<slot>_<n>, or gre<slot>x, in init_net).
   void create_pool_gre() {
     const std::uint32_t live = live_gre_.load(std::memory_order_relaxed);
     for (unsigned i = 0; i < kGrePool; ++i) {
@@ -527,10 +539,11 @@ class run {
       if (live >> slot & 1u) continue;
       // Unique names by default: a sender only ever looks up a tunnel whose link_add returned
       // before it learnt the name (pool_mutex_), so it never meets one that link_add is still
-      // initializing. --reuse-gre-names reuses gre0…gre7: a sender holding a stale name can
+      // initializing. --reuse-gre-names reuses gre0x…gre7x: a sender holding a stale name can
       // then find a re-created tunnel between its publication and its tunnel_link (the race).
+      // ("gre<slot>x" when reused: plain "gre0" is ip_gre's fallback device, which exists once a gre is added)
       const std::string name =
-          "gre" + std::to_string(slot) + (o_.reuse_gre_names ? "" : "_" + std::to_string(next_name_++));
+          "gre" + std::to_string(slot) + (o_.reuse_gre_names ? "x" : "_" + std::to_string(next_name_++));
       if (add_device("", tunnel(name, link_kind::gre))) {
         std::lock_guard lock(pool_mutex_);
         pool_names_[slot] = name;
@@ -543,13 +556,15 @@ class run {
 
   /// Runs one deleting command and checks it against the model's prediction.
   /// `gone_ns`: namespaces the command deletes (dropped from the model before the count checks).
+  /// `fallbacks`: tunnel fallback devices the command removes beyond the namespaces' (module_unload).
   template <class Command>
   void deleting(const char* what, const std::string& arg, const std::set<std::string>& doomed, Command&& cmd,
-                const std::vector<std::string>& gone_ns = {}) {
+                const std::vector<std::string>& gone_ns = {}, std::size_t fallbacks = 0) {
     const auto before = reg_->counters();
     const auto gps_before = reg_->domain().stats().grace_periods;
-    // Each deleted namespace's lo goes in the same batch.
-    const std::size_t los = std::set<std::string>(gone_ns.begin(), gone_ns.end()).size();
+    // Each deleted namespace's lo and tunnel fallbacks go in the same batch.
+    const std::size_t los =
+        std::set<std::string>(gone_ns.begin(), gone_ns.end()).size() * per_namespace_devices() + fallbacks;
     const netdev::status s = cmd();
     ++commands_;
     expect_ok(s, what, arg);
@@ -643,7 +658,10 @@ class run {
     std::set<std::string> doomed;
     for (const auto& [name, d] : devs_)
       if (d.kind == kind) closure(name, doomed);
-    deleting("module_unload", std::string(netdev::to_string(kind)), doomed, [&] { return reg_->module_unload(kind); });
+    const bool fallbacks = is_tunnel(kind) && tunnel_loaded_[tunnel_slot(kind)];
+    if (is_tunnel(kind)) tunnel_loaded_[tunnel_slot(kind)] = false;  // before deleting's count checks
+    deleting("module_unload", std::string(netdev::to_string(kind)), doomed, [&] { return reg_->module_unload(kind); },
+             {}, fallbacks ? nss_.size() : 0);
   }
 
   /// Commands that must fail and change nothing.
@@ -713,8 +731,9 @@ class run {
   void check_counts(const char* after) {
     std::size_t routes = 0;
     for (const auto& [name, m] : nss_) routes += expected_routes(name);
-    if (reg_->device_count() != devs_.size() + nss_.size())  // and each namespace's lo
-      VIOLATION("after %s: device_count %zu, model %zu", after, reg_->device_count(), devs_.size() + nss_.size());
+    const std::size_t expected = devs_.size() + nss_.size() * per_namespace_devices();  // lo, fallbacks
+    if (reg_->device_count() != expected)
+      VIOLATION("after %s: device_count %zu, model %zu", after, reg_->device_count(), expected);
     if (reg_->route_count() != routes) VIOLATION("after %s: route_count %zu, model %zu", after, reg_->route_count(), routes);
     if (reg_->all_namespaces().size() != nss_.size())
       VIOLATION("after %s: %zu namespaces, model %zu", after, reg_->all_namespaces().size(), nss_.size());
@@ -727,7 +746,8 @@ class run {
         VIOLATION("namespace '%s' missing", name.c_str());
         continue;
       }
-      if (ns->device_count() != m.devices + 1) VIOLATION("netns '%s': %zu devices, model %zu and lo", name.c_str(), ns->device_count(), m.devices);
+      if (ns->device_count() != m.devices + per_namespace_devices())
+        VIOLATION("netns '%s': %zu devices, model %zu, lo and fallbacks", name.c_str(), ns->device_count(), m.devices);
       if (ns->routes().size() != expected_routes(name))
         VIOLATION("netns '%s': %zu routes, model %zu", name.c_str(), ns->routes().size(), expected_routes(name));
     }
@@ -774,6 +794,9 @@ class run {
   std::unordered_map<std::string, dev_model> devs_;
   std::unordered_map<std::string, long> vid_of_;
   std::map<std::string, ns_model> nss_;  // "" first
+  // Tunnel modules loaded (ipip, gre): each gives every namespace a fallback device (tunl0, gre0:
+  // ip_tunnel_init_net), loaded by the first tunnel of its kind, gone at its module_unload.
+  std::array<bool, 2> tunnel_loaded_{};
   std::uint64_t next_name_ = 0, next_ns_ = 0, next_remote_ = 1;
 
   std::mutex pool_mutex_;                       // live_gre_ changes and pool_names_
