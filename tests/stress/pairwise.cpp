@@ -558,6 +558,18 @@ class run {
     }
   }
 
+  /// Calls fn with a random registered object of the stripe as its own type (top*, mid* or leaf*),
+  /// after naming `what` in the thread's slot; nothing if the stripe has none.
+  template <class Fn>
+  void on_random_object(stripe& st, std::mt19937_64& rng, doing_slot& me, const char* what, Fn&& fn) {
+    auto [k, p] = pick(st, rng);
+    if (p == nullptr) return;
+    me.set(what, p->id);
+    if (k == k_top) fn(static_cast<top*>(p));
+    else if (k == k_mid) fn(static_cast<mid*>(p));
+    else fn(static_cast<leaf*>(p));
+  }
+
   /// A random registered object of the stripe: its kind and pointer (nullptr if none).
   std::pair<kind, life*> pick(stripe& st, std::mt19937_64& rng, bool non_lone_top = false) {
     if (st.tops.empty()) return {k_top, nullptr};
@@ -826,39 +838,21 @@ class run {
         return;
       }
       case 6:
-      case 7: {
-        auto [k, p] = pick(st, rng);
-        if (p == nullptr) return;
-        me.set("writer: delete by object", p->id);
-        if (k == k_top) delete_by_object(st, static_cast<top*>(p), rng);
-        else if (k == k_mid) delete_by_object(st, static_cast<mid*>(p), rng);
-        else delete_by_object(st, static_cast<leaf*>(p), rng);
+      case 7:
+        on_random_object(st, rng, me, "writer: delete by object", [&](auto* o) { delete_by_object(st, o, rng); });
         return;
-      }
       case 8:
-      case 9: {
-        auto [k, p] = pick(st, rng);
-        if (p == nullptr) return;
-        me.set("writer: delete by key", p->id);
-        if (k == k_top) delete_by_key(st, static_cast<top*>(p), rng);
-        else if (k == k_mid) delete_by_key(st, static_cast<mid*>(p), rng);
-        else delete_by_key(st, static_cast<leaf*>(p), rng);
+      case 9:
+        on_random_object(st, rng, me, "writer: delete by key", [&](auto* o) { delete_by_key(st, o, rng); });
         return;
-      }
       case 10:
         me.set("writer: delete by a dead key");
         delete_dead_key(st, rng);
         return;
       case 11:
-      case 12: {
-        auto [k, p] = pick(st, rng);
-        if (p == nullptr) return;
-        me.set("writer: replace", p->id);
-        if (k == k_top) replace_one(st, static_cast<top*>(p));
-        else if (k == k_mid) replace_one(st, static_cast<mid*>(p));
-        else replace_one(st, static_cast<leaf*>(p));
+      case 12:
+        on_random_object(st, rng, me, "writer: replace", [&](auto* o) { replace_one(st, o); });
         return;
-      }
       case 13: {
         auto [k, p] = pick(st, rng, true);
         if (p == nullptr) return;
