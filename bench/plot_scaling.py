@@ -19,7 +19,6 @@ Prints the points as a Markdown table (--table) for bench/RESULTS.md and the REA
 Uses Debian's python3-matplotlib; run it with /usr/bin/python3.
 """
 import argparse
-import re
 import statistics
 import sys
 from collections import defaultdict
@@ -31,7 +30,8 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-TEARDOWN = re.compile(r"^BM_Teardown_(\w+)/([^/]+)/readers:(\d+)/N:(\d+)")
+import plot as teardown_plot  # noqa: E402
+
 METHODS = ["RollbackMany", "Registry", "HandFloor", "CallRcuBarrier", "Legacy1GP"]
 LABELS = {
     "RollbackMany": "rollback_many",
@@ -40,13 +40,10 @@ LABELS = {
     "CallRcuBarrier": "call_rcu per object (until freed)",
     "Legacy1GP": "synchronize_rcu per object",
 }
-STYLE = {
-    "RollbackMany": dict(color="C0", marker="o", lw=2.2),
-    "Registry": dict(color="C1", marker="D", lw=2.0),
-    "HandFloor": dict(color="k", marker="x", ls="--"),
-    "CallRcuBarrier": dict(color="C2", marker="s"),
-    "Legacy1GP": dict(color="C3", marker="v"),
-}
+# The teardown plot's case names and styles (bench/plot.py), and one for the registry.
+STYLE = {m: teardown_plot.STYLE[m] for m in METHODS if m in teardown_plot.STYLE}
+STYLE["Registry"] = dict(color="C1", marker="D", lw=2.0)
+TEARDOWN = teardown_plot.TEARDOWN
 
 
 def points(runs, flavor, readers):

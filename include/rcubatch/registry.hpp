@@ -588,6 +588,10 @@ class basic_registry {
   /// Misuse and Throws: as unregister; a null pointer throws std::invalid_argument. Any refusal
   /// happens before the batch starts and leaves every object registered.
   /// Complexity: O(N + dependents). Blocking: as unregister.
+  /// Cost: given a contiguous range of pointers to one policy's object type (std::vector<T*>,
+  /// std::span<T*>), the batch's passes prefetch the objects ahead through that array instead of
+  /// following the queue's links one memory latency at a time (rollback_many.hpp, order_hint);
+  /// the range must stay unchanged during the call, as it must anyway. Other ranges: no hint.
   template <class Range>
   batch_stats unregister_many(Range&& objects) {
     return unregister_with([&objects](queues& q) {

@@ -59,7 +59,10 @@
 // drain walk forwards (as the list and the hardware prefetcher do), and the unlist and uninit
 // passes prefetch a few nodes ahead (kPrefetchAhead). The ratio to the floor, measured with each
 // change, is in bench/RESULTS.md ("The teardown demo", issue 13). Several lanes add one indirect call per lane
-// per phase, none per object.
+// per phase, none per object. When the caller already holds the queued objects in an array
+// (registry::unregister_many over a std::vector<T*>), the batch takes it as an order hint and every
+// pass prefetches kHintAhead objects ahead through it: at 10^6 objects the queue's links cost one
+// memory latency per object per pass (issue 36; bench/RESULTS.md, "The registry at the floor").
 // bench/RESULTS.md compares it with call_rcu, libcds and DPDK.
 #pragma once
 
