@@ -97,6 +97,36 @@ struct rollback_many_method {
   void report(benchmark::State& st) const { totals.report(st); }
 };
 
+/// The registry façade (rcubatch::registry) over the same bench registry: a policy whose unlist
+/// and uninit are registry_policy's, torn down with unregister_many over the case's vector (so
+/// its passes prefetch through the vector: rollback_many.hpp, order_hint). The harness publishes
+/// the objects into the bench registry and marks them registered (`registers`): the façade's add
+/// would only publish them again. Its GP count is the batch's.
+template <class Flavor>
+struct registry_method {
+  static constexpr bool registers = true;
+  struct kit_policy {
+    using object_type = bench_object;
+    registry* reg = nullptr;  // the case's registry, set before each teardown
+    bool publish(bench_object& o) {
+      reg->insert(o);
+      return true;
+    }
+    void unlist(bench_object& o) noexcept { reg->hash_remove(o); }
+    void uninit(bench_object& o) noexcept { reg->list_remove(o); }
+    void destroy(bench_object* o) noexcept { delete o; }
+  };
+  rcubatch::basic_registry<Flavor, std::mutex, kit_policy> facade;
+  phase_totals totals;
+  double operator()(registry& reg, std::vector<bench_object*>& objs) {
+    facade.template policy<kit_policy>().reg = &reg;
+    const rcubatch::batch_stats s = facade.unregister_many(objs);
+    totals.add(s);
+    return s.grace_periods;
+  }
+  void report(benchmark::State& st) const { totals.report(st); }
+};
+
 template <class Flavor>
 struct floor_tag {};
 
@@ -402,6 +432,7 @@ void add_flavor(const run_config& cfg) {
   auto capped = [&](int readers) { return legacy_cap(Flavor::name, readers, cfg.full); };
   auto uncapped = [](int) { return SIZE_MAX; };
   register_sweep(cfg, "BM_Teardown_RollbackMany/" + f, &bm_teardown<Flavor, rollback_many_method<Flavor>>);
+  register_sweep(cfg, "BM_Teardown_Registry/" + f, &bm_teardown<Flavor, registry_method<Flavor>>);
   register_sweep(cfg, "BM_Teardown_Floor/" + f, &bm_teardown<Flavor, stubbed_floor_method<Flavor>>);
   register_sweep(cfg, "BM_Teardown_HandFloor/" + f, &bm_teardown<Flavor, hand_floor_method<Flavor>>);
   register_sweep(cfg, "BM_Teardown_Legacy1GP/" + f, &bm_teardown<Flavor, legacy_1gp_method<Flavor>>, capped, true);

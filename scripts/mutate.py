@@ -282,6 +282,15 @@ MUTANTS = [
     ("hlist_replace_leaves_successor_back_pointer", HL,  # 34.9: the successor's prev still leads into old
      "    if (old->next != nullptr) old->next->prev = &h.node_;\n", "",
      ("index_hlist_test", r"^index_hlist\.hlist_index_test\.a_walk_after_a_replace_in_a_shared_chain")),
+    # Issue 36: the order hint is advisory; a drain that trusted it would release the array's
+    # objects instead of the queue's. (Its off-by-one past the array is ASan's to catch: the
+    # asan-ubsan preset runs registry_order_hint_test; this build would let it survive.)
+    ("drain_trusts_the_order_hint", RM,
+     "      registrable_base& r = *it;\n      if (access::try_drain_unheld(r)) {",
+     "      registrable_base& r = ahead <= hinted && ahead > 0 ? static_cast<registrable_base&>(*hint_[ahead - 1]) : *it;\n"
+     "      if (access::try_drain_unheld(r)) {",
+     ("registry_order_hint_test",
+      r"^registry_order_hint\.registry_order_hint\.an_array_that_disagrees_with_the_queue_order_still_destroys_each_object_once$")),
 ]
 
 

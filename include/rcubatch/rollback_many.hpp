@@ -59,7 +59,10 @@
 // drain walk forwards (as the list and the hardware prefetcher do), and the unlist and uninit
 // passes prefetch a few nodes ahead (kPrefetchAhead). The ratio to the floor, measured with each
 // change, is in bench/RESULTS.md ("The teardown demo", issue 13). Several lanes add one indirect call per lane
-// per phase, none per object.
+// per phase, none per object. When the caller already holds the queued objects in an array
+// (registry::unregister_many over a std::vector<T*>), the batch takes it as an order hint and every
+// pass prefetches kHintAhead objects ahead through it: at 10^6 objects the queue's links cost one
+// memory latency per object per pass (issue 36; bench/RESULTS.md, "The registry at the floor").
 // bench/RESULTS.md compares it with call_rcu, libcds and DPDK.
 #pragma once
 
@@ -179,6 +182,56 @@ class prefetcher {
   It end_;
 };
 
+/// A lane's objects in join order as the caller already holds them in an array (registry::
+/// unregister_many over a contiguous range of T*: order_hint below). The chain through the
+/// queue is a dependent load per object, one memory latency each in a large batch of objects
+/// scattered in memory (issue 36: the unlist pass 214 ns per object at 10^6 against 43 for the
+/// same unlinks by hand over a vector, 2026-12-04); an array's next addresses are known at once,
+/// so a pass prefetches kHintAhead objects ahead from it and the chain's loads hit the cache.
+/// A hint is only ever prefetched from: a wrong or stale one costs wasted prefetches, never
+/// correctness (a prefetch does not fault, and no pass reads an object through it).
+inline constexpr std::size_t kHintAhead = 16;
+
+/// Which lane a hint is for (lane_key<T>), and its T* array, type-erased for batch_context.
+struct order_hint {
+  const void* key = nullptr;      ///< &lane_key<T>
+  const void* objects = nullptr;  ///< T* const[size], in the order the objects were queued
+  std::size_t size = 0;
+};
+
+/// A pass's look-ahead: kHintAhead objects ahead through the lane's order hint when it has one
+/// (the pass starts at the queue's first object), else the chain cursor kPrefetchAhead nodes ahead.
+template <class T, class It>
+class pass_prefetch {
+ public:
+  pass_prefetch(T* const* hint, std::size_t hint_size, It from, It end) noexcept
+      : hint_(hint), hint_size_(hint_size), chain_(hint == nullptr ? from : end, end) {
+    if (hint_ != nullptr)
+      for (std::size_t i = 0; i < kHintAhead && i < hint_size_; ++i) touch(hint_[i]);
+  }
+  void step() noexcept {
+    if (hint_ == nullptr) {
+      chain_.step();
+      return;
+    }
+    if (next_ + kHintAhead < hint_size_) touch(hint_[next_ + kHintAhead]);
+    ++next_;
+  }
+
+ private:
+  /// The object's first lines (its registrable base and, for most objects, the index hooks a
+  /// pass writes), up to four, for writing.
+  static void touch(const T* obj) noexcept {
+    constexpr std::size_t kLines = sizeof(T) < 256 ? (sizeof(T) + 63) / 64 : 4;
+    const char* p = reinterpret_cast<const char*>(obj);
+    for (std::size_t l = 0; l < kLines; ++l) __builtin_prefetch(p + 64 * l, 1, 3);
+  }
+  T* const* hint_;
+  std::size_t hint_size_;
+  std::size_t next_ = 0;
+  prefetcher<It> chain_;
+};
+
 /// Batch ids: 1, 2, 3, ... in start order across the process (batch_stats::batch_id), as the
 /// probes and the stall reports name batches.
 inline std::atomic<std::uint64_t> g_next_batch_id{1};
@@ -242,7 +295,7 @@ class typed_lane : public lane_base {
     timed(stats, phase::close, [&] { hooks_.close_many(object_range<T>(typed(first), typed(objects().end()))); });
     timed(stats, phase::unlist, [&] {
       const iterator end = objects().end();
-      prefetcher<iterator> ahead(first, end);
+      pass_prefetch<T, iterator> ahead(first == objects().begin() ? hint_ : nullptr, hint_size_, first, end);
       iterator last = unlisted_;
       hooks_type hooks = hooks_;
       for (iterator it = first; it != end; ++it) {
@@ -293,7 +346,7 @@ class typed_lane : public lane_base {
     if constexpr (hooks_type::has_uninit) {
       timed(stats, phase::uninit, [&] {
         const iterator end = objects().end();
-        prefetcher<iterator> ahead(objects().begin(), end);
+        pass_prefetch<T, iterator> ahead(hint_, hint_size_, objects().begin(), end);
         bool any = false;
         hooks_type hooks = hooks_;
         for (iterator it = objects().begin(); it != end; ++it) {
@@ -317,7 +370,12 @@ class typed_lane : public lane_base {
     registrable_list& objs = objects();
     access::set_drain(queue(), &d);  // before any count is marked: the last put() finds d this way
     const iterator end = objs.end();
+    // Through the order hint only: the chain cursor cost the drain as much as it saved (above).
+    std::size_t ahead = 0;
+    const std::size_t hinted = hint_size_;
+    for (; ahead < kHintAhead && ahead < hinted; ++ahead) prefetch_for_destroy(hint_[ahead]);
     for (iterator prev = objs.before_begin(), it = objs.begin(); it != end; it = std::next(prev)) {
+      if (ahead < hinted) prefetch_for_destroy(hint_[ahead++]);
       registrable_base& r = *it;
       if (access::try_drain_unheld(r)) {
         objs.erase_after(prev);
@@ -399,6 +457,12 @@ class typed_lane : public lane_base {
   }
 
   void set_drain_options(const drain_options& o) noexcept { drain_opts_ = &o; }
+  /// Takes `h` if it is this lane's (order_hint): its passes prefetch through it.
+  void set_order_hint(const order_hint& h) noexcept {
+    if (h.key != &lane_key<T> || h.objects == nullptr) return;
+    hint_ = static_cast<T* const*>(h.objects);
+    hint_size_ = h.size;
+  }
 
  protected:
   ~typed_lane() = default;
@@ -407,6 +471,13 @@ class typed_lane : public lane_base {
   const drain_options& drain_options_of() const noexcept { return *drain_opts_; }
 
   iterator after(iterator pos) noexcept { return pos == objects().end() ? objects().begin() : std::next(pos); }
+
+  /// The drain's look-ahead: the line its fused step reads and writes (the count, state, hook
+  /// and parent edge share it: registrable.hpp), and the next, which destroy's destructor reads.
+  static void prefetch_for_destroy(const T* obj) noexcept {
+    __builtin_prefetch(obj, 1, 3);
+    if constexpr (sizeof(T) > 64) __builtin_prefetch(reinterpret_cast<const char*>(obj) + 64, 0, 3);
+  }
   iterator after(iterator pos) const noexcept { return const_cast<typed_lane*>(this)->after(pos); }
 
   /// The one way an object leaves a batch: destroyed, then its tied retirees (kept by the batch,
@@ -451,6 +522,8 @@ class typed_lane : public lane_base {
   iterator unlisted_;  // the last object unlisted so far (end(): none)
   iterator notified_;  // the last object notified so far (end(): none)
   const drain_options* drain_opts_ = nullptr;
+  T* const* hint_ = nullptr;  // order_hint: the queue's objects as the caller's array, or none
+  std::size_t hint_size_ = 0;
   bool dismantling_ = false;  // the queue's dismantle flag, read once per drain for every release
 };
 
@@ -471,6 +544,7 @@ struct batch_context {
   batch_context(writer_lock_ref l) noexcept : lock(l) {}  // NOLINT: implicit, a lock is the usual context
   writer_lock_ref lock;
   std::optional<gp_cookie> unlisted_before;
+  order_hint order;  // the queued objects as an array the caller holds (registry::unregister_many), if any
 };
 
 template <class Flavor, class... Lanes>
@@ -487,7 +561,10 @@ class rollback_engine {
         stats_(batch_access::stats(batch_)),
         lanes_(batch_, specs...) {
     pointers_ = {static_cast<lane_base*>(&static_cast<Lanes&>(lanes_))...};
-    each([&](auto& l) { l.set_drain_options(opts_.drain); });
+    each([&](auto& l) {
+      l.set_drain_options(opts_.drain);
+      l.set_order_hint(ctx.order);
+    });
   }
 
   /// The phases of kPhaseTable (phase.hpp), one private function each, in the table's order.
