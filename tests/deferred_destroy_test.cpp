@@ -34,6 +34,8 @@ struct hook_log {
   std::atomic<int> unlisted{0};
   std::atomic<std::thread::id> destroyed_on{};
   std::latch* destroy_gate = nullptr;   // the first destroy waits for it, if set
+  std::latch* gate_entered = nullptr;   // counted down when that destroy starts waiting
+  std::atomic<std::latch*> each_destroy{nullptr};  // counted down after each destroy, if set
   std::atomic<bool> gate_passed{false};
   // The chunked-unlist test: at these unlist counts the hook waits until a writer waits for the lock.
   int hold_at_1 = -1, hold_at_2 = -1;
@@ -49,6 +51,8 @@ struct hook_log {
     unlisted = 0;
     destroyed_on = std::thread::id{};
     destroy_gate = nullptr;
+    gate_entered = nullptr;
+    each_destroy = nullptr;
     gate_passed = false;
     hold_at_1 = hold_at_2 = -1;
     first_chunk_done = nullptr;
@@ -59,8 +63,12 @@ struct hook_log {
   }
   void on_destroy() {
     destroyed_on = std::this_thread::get_id();
-    if (destroy_gate != nullptr && !gate_passed.exchange(true)) destroy_gate->wait();
+    if (destroy_gate != nullptr && !gate_passed.exchange(true)) {
+      if (gate_entered != nullptr) gate_entered->count_down();
+      destroy_gate->wait();
+    }
     destroyed.fetch_add(1);
+    if (std::latch* each = each_destroy.load()) each->count_down();
   }
 };
 inline hook_log g_log;
@@ -151,10 +159,12 @@ TYPED_TEST(deferred_flush, the_flush_returns_before_any_destroy_and_its_ticket_w
   table<F> t;
   deferred_destroy reclaimer;
   auto nodes = this->add_nodes(t, 100);
-  std::latch gate(1);
+  std::latch gate(1), entered(1);
   g_log.destroy_gate = &gate;
+  g_log.gate_entered = &entered;
   watchdog dog(30s, "a deferred flush whose first destroy waits for the caller");
   flush_ticket ticket = t.unregister_many_deferred(nodes, reclaimer);  // would hang if it destroyed here
+  entered.wait();  // the reclaimer is inside the first destroy
   EXPECT_EQ(ticket.stats_at_handoff().objects, 100u);
   EXPECT_EQ(ticket.stats_at_handoff().grace_periods, 1u) << "one batch, one grace period";
   EXPECT_EQ(g_log.destroyed.load(), 0) << "the call returned before any destroy ended";
@@ -199,10 +209,14 @@ TYPED_TEST(deferred_flush, a_held_object_is_destroyed_after_its_holder_lets_go_n
   deferred_destroy reclaimer;
   auto nodes = this->add_nodes(t, 10);
   nodes[3]->refs().hold();  // a holder that lets go only after the flush returned
+  std::latch nine(9);
+  g_log.each_destroy = &nine;
   watchdog dog(30s, "a deferred flush of a held object");
   flush_ticket ticket = t.unregister_many_deferred(nodes, reclaimer);  // would hang if it drained here
+  nine.wait();  // the others are destroyed: the reclaimer's drain waits for the held one
+  g_log.each_destroy = nullptr;
   EXPECT_FALSE(ticket.ready()) << "the held object is not destroyed yet";
-  EXPECT_LT(g_log.destroyed.load(), 10);
+  EXPECT_EQ(g_log.destroyed.load(), 9);
   nodes[3]->refs().put();
   ticket.wait();
   EXPECT_EQ(g_log.destroyed.load(), 10);
