@@ -5,8 +5,9 @@
 //   deferred      registry::unregister_many_deferred (deferred_destroy.hpp): the call returns
 //                 after the batch's grace period; the destroys run on the reclaimer's thread;
 //                 ticket.wait() returns when every object is freed. Unlist in chunks of
-//                 --unlist-chunk (1024), destroys in chunks of --destroy-chunk (4096);
-//   deferred_onepass  the same, destroys in one pass (destroy_chunk 0): does chunking help malloc?
+//                 --unlist-chunk (1024), destroys in chunks of --destroy-chunk (4096), no yield
+//                 (the defaults: memb's quiescent state between chunks is a no-op);
+//   deferred_yield  the same, yielding the core between destroy chunks: does interleaving help malloc?
 //   deferred_nochunk  the same, unlist in one piece (unlist_chunk 0): the insert latency without it;
 //   sync          registry::unregister_many: everything on the caller's thread (for reference).
 // During each teardown an insert thread adds fresh objects to the same structure (registry::add,
@@ -197,7 +198,7 @@ sample run_call_rcu(std::size_t n, std::mt19937_64& rng) {
   return s;
 }
 
-enum class mode { deferred, deferred_onepass, deferred_nochunk, sync };
+enum class mode { deferred, deferred_yield, deferred_nochunk, sync };
 
 sample run_registry(mode md, std::size_t n, std::size_t unlist_chunk, std::size_t destroy_chunk, std::mt19937_64& rng) {
   sample s;
@@ -205,7 +206,9 @@ sample run_registry(mode md, std::size_t n, std::size_t unlist_chunk, std::size_
   opts.rollback.unlist_chunk = md == mode::deferred_nochunk ? 0 : unlist_chunk;
   table t(opts);
   rcubatch::deferred_destroy reclaimer(rcubatch::deferred_options{
-      .max_pending_objects = std::size_t{1} << 22, .destroy_chunk = md == mode::deferred_onepass ? 0 : destroy_chunk});
+      .max_pending_objects = std::size_t{1} << 22,
+      .destroy_chunk = destroy_chunk,
+      .yield_between_chunks = md == mode::deferred_yield});
   auto objs = make_objects(n, rng);
   for (object* o : objs) t.add(*o);
   std::shuffle(objs.begin(), objs.end(), rng);
@@ -284,7 +287,7 @@ int main(int argc, char** argv) {
   g_key_space = 4 * n;
   std::atomic<std::uint64_t> lookups{0};
   std::thread r1(reader_loop, 1u, std::ref(lookups)), r2(reader_loop, 2u, std::ref(lookups));
-  const std::vector<std::string> names{"call_rcu", "deferred", "deferred_onepass", "deferred_nochunk", "sync"};
+  const std::vector<std::string> names{"call_rcu", "deferred", "deferred_yield", "deferred_nochunk", "sync"};
   std::map<std::string, std::vector<sample>> all;
   std::mt19937_64 rng(36);
   int bad = 0;
@@ -295,7 +298,7 @@ int main(int argc, char** argv) {
       const long live_before = g_live.load();
       sample s = v == "call_rcu"           ? run_call_rcu(n, rng)
                  : v == "deferred"         ? run_registry(mode::deferred, n, unlist_chunk, destroy_chunk, rng)
-                 : v == "deferred_onepass" ? run_registry(mode::deferred_onepass, n, unlist_chunk, destroy_chunk, rng)
+                 : v == "deferred_yield" ? run_registry(mode::deferred_yield, n, unlist_chunk, destroy_chunk, rng)
                  : v == "deferred_nochunk" ? run_registry(mode::deferred_nochunk, n, unlist_chunk, destroy_chunk, rng)
                                            : run_registry(mode::sync, n, unlist_chunk, destroy_chunk, rng);
       if (v != "call_rcu" && s.gps != 1) {

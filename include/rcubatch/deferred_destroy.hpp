@@ -31,10 +31,13 @@
 // handed over once nothing else is pending. Counted in objects (the batch's, dependents
 // included), not bytes.
 //
-// Frees in chunks: the reclaimer destroys options().destroy_chunk objects, then yields its core
-// (and announces a quiescent state under qsbr), so a long destroy pass interleaves with the other
-// threads (the case "Batch Free Can Be Harmful", PPoPP '24, measures a tight loop of frees).
-// bench/bench_flush.cpp measures both settings (docs/guide.md: "A flush that returns early").
+// Frees in chunks: the reclaimer destroys options().destroy_chunk objects, then announces a
+// quiescent state under qsbr (a pass of 10^6 destroys would hold up every qsbr grace period
+// otherwise) and, with yield_between_chunks, yields its core so that a long destroy pass
+// interleaves with the other threads (the case "Batch Free Can Be Harmful", PPoPP '24, measures a
+// tight loop of frees). bench/bench_flush.cpp measures yielding against one pass: yielding was
+// slower here and did not help the inserter (docs/guide.md, "A flush that returns early"), so it
+// is off by default.
 //
 // Thread safety: submit (through the registry) and a ticket's wait/ready from any thread. The
 // reclaimer's thread registers with the registry's flavors for each batch.
@@ -64,8 +67,13 @@ struct deferred_options {
   /// The most objects handed over and not yet destroyed (all batches); a hand-off beyond it
   /// waits (see the file comment). At least 1.
   std::size_t max_pending_objects = std::size_t{1} << 22;
-  /// Objects destroyed between two yields of the reclaimer's core (0: one pass, no yield).
+  /// Objects destroyed between two pauses of the reclaimer (0: one pass, no pause). A pause
+  /// announces a quiescent state under qsbr (a long pass would hold up every grace period
+  /// otherwise) and, with yield_between_chunks, yields the core.
   std::size_t destroy_chunk = 4096;
+  /// Yield the core at each pause (off: measured slower on a loaded 2-core machine, glibc and
+  /// jemalloc alike, with no gain in an inserter's latency: docs/guide.md).
+  bool yield_between_chunks = false;
 };
 
 namespace detail {
@@ -120,8 +128,8 @@ class deferred_job {
   deferred_job(const deferred_job&) = delete;
   deferred_job& operator=(const deferred_job&) = delete;
   virtual ~deferred_job() = default;
-  /// Effects: the batch's phases after its grace periods. `chunk`: destroy_chunk.
-  virtual batch_stats run(std::size_t chunk) noexcept = 0;
+  /// Effects: the batch's phases after its grace periods. `chunk`, `yield`: deferred_options'.
+  virtual batch_stats run(std::size_t chunk, bool yield) noexcept = 0;
   std::size_t objects = 0;  ///< charged to max_pending_objects until run returns
   std::shared_ptr<flush_state> state;
 };
@@ -226,7 +234,7 @@ class deferred_destroy {
       std::unique_ptr<detail::deferred_job> job = std::move(jobs_.front());
       jobs_.pop_front();
       lock.unlock();
-      const batch_stats st = job->run(options_.destroy_chunk);
+      const batch_stats st = job->run(options_.destroy_chunk, options_.yield_between_chunks);
       const std::size_t n = job->objects;
       std::shared_ptr<detail::flush_state> state = std::move(job->state);
       job.reset();  // the batch's queues and lanes go before the ticket says done

@@ -74,6 +74,12 @@
 // unregister(obj), try_unregister(obj) and try_unregister<I>(key) from many threads combine
 // through it into shared batches (async_unregister.hpp, "Attached to its registry"); without one
 // (the default) each call runs its own batch, as above.
+// Big flushes (deferred_destroy.hpp, issue 36): unregister_many_deferred returns once the batch's
+// objects are unpublished and its grace periods have elapsed, its drain and destroys handed to a
+// deferred_destroy's thread (a flush_ticket to wait on); registry_options::rollback.unlist_chunk
+// unlists a batch in chunks and lets a waiting writer in between two (tracked_writer_lock::
+// yield_to_waiter), one batch and one GP #1 still; between chunks the batch's objects not yet
+// unlisted are going away (try_unregister by key or object: already_unregistering).
 // Owned children (owned.hpp: owning<&Parent::list> on the parent's policy): add links a child into
 // the list of the parent its owner_hook names, its unlist takes it out, and the parent's batch
 // queues the children left (any depth, the same ≤ 2 grace periods); replace_with_children reloads
@@ -1041,9 +1047,10 @@ class basic_registry {
     /// released for the drain, never held across the hand-off) and runs it through its grace
     /// periods. False when the batch ended there (nothing to hand over).
     bool start() { return start(std::index_sequence_for<Policies...>{}); }
-    batch_stats run(std::size_t chunk) noexcept override {
+    batch_stats run(std::size_t chunk, bool yield) noexcept override {
       detail::registrations_in<thread_flavors> registered;  // for the hooks and the drain's waits
-      const batch_stats st = engine->run_after_grace_periods(true, detail::destroy_pause{chunk, &pause, nullptr});
+      const batch_stats st = engine->run_after_grace_periods(
+          true, detail::destroy_pause{chunk, yield ? &pause_and_yield : &pause, nullptr});
       registry_.batch_totals_.add(st);
       return st;
     }
@@ -1065,11 +1072,12 @@ class basic_registry {
       std::apply([&](auto&... r) { engine.emplace(*registry_.domain_, registry_.options_.rollback, ctx, r...); }, refs);
       return engine->run_through_grace_periods();
     }
-    /// Between chunks of the destroy pass, on the reclaimer's thread: its core to the others, and
-    /// a quiescent state in each qsbr flavor it is online in (a long pass would hold up every
-    /// grace period otherwise).
-    static void pause(void*) noexcept {
-      detail::quiescent_in(std::type_identity<thread_flavors>{});
+    /// Between chunks of the destroy pass, on the reclaimer's thread: a quiescent state in each
+    /// qsbr flavor it is online in (a long pass would hold up every grace period otherwise).
+    static void pause(void*) noexcept { detail::quiescent_in(std::type_identity<thread_flavors>{}); }
+    /// The same, and its core to the other threads (deferred_options::yield_between_chunks).
+    static void pause_and_yield(void*) noexcept {
+      pause(nullptr);
       std::this_thread::yield();
     }
   };
