@@ -65,6 +65,9 @@ struct hook_log {
     destroyed_on = std::this_thread::get_id();
     if (destroy_gate != nullptr && !gate_passed.exchange(true)) {
       if (gate_entered != nullptr) gate_entered->count_down();
+      // A hook that blocks goes offline first under qsbr (the reclaimer is online in the registry's
+      // flavor): another batch's grace period would wait for it otherwise.
+      detail::offline_while_blocked<flavor::qsbr> offline;
       destroy_gate->wait();
     }
     destroyed.fetch_add(1);
@@ -220,6 +223,37 @@ TYPED_TEST(deferred_flush, a_held_object_is_destroyed_after_its_holder_lets_go_n
   nodes[3]->refs().put();
   ticket.wait();
   EXPECT_EQ(g_log.destroyed.load(), 10);
+}
+
+TYPED_TEST(deferred_flush, a_flush_beyond_the_pending_limit_is_handed_over_only_after_the_earlier_batch_is_destroyed) {
+  using F = TypeParam;
+  table<F> t;
+  deferred_destroy reclaimer(deferred_options{.max_pending_objects = 5});
+  auto first = this->add_nodes(t, 5);
+  auto second = this->add_nodes(t, 3, nullptr, 100);
+  std::latch gate(1), entered(1);
+  g_log.destroy_gate = &gate;
+  g_log.gate_entered = &entered;
+  watchdog dog(30s, "a flush waiting for room under max_pending_objects");
+  flush_ticket a = t.unregister_many_deferred(first, reclaimer);
+  entered.wait();  // the reclaimer holds the first batch's 5 objects, its first destroy gated
+  int destroyed_when_second_returned = -1;
+  std::thread other([&] {
+    thread_registration<F> reg;
+    flush_ticket b = t.unregister_many_deferred(second, reclaimer);  // 5 + 3 > 5: waits
+    destroyed_when_second_returned = g_log.destroyed.load();
+    b.wait();
+  });
+  {
+    offline_scope<F> offline;  // qsbr: the other flush's grace period must not wait for this thread
+    while (reclaimer.waited_submits() == 0) std::this_thread::yield();  // it is waiting for room
+    EXPECT_EQ(reclaimer.pending_objects(), 5u) << "the second batch is not handed over yet";
+    gate.count_down();
+    other.join();
+  }
+  a.wait();
+  EXPECT_EQ(destroyed_when_second_returned, 5) << "handed over only once the first batch was destroyed";
+  EXPECT_EQ(g_log.destroyed.load(), 8);
 }
 
 TYPED_TEST(deferred_flush, a_writer_gets_in_between_two_chunks_and_meets_the_batch_as_going_away) {

@@ -207,6 +207,13 @@ class deferred_destroy {
     return pending_;
   }
 
+  /// Hand-offs that had to wait for room under max_pending_objects so far (a waiting one counts
+  /// from the start of its wait). Thread safety: any thread.
+  std::size_t waited_submits() const {
+    std::lock_guard lock(mutex_);
+    return waited_;
+  }
+
   /// Requires: job's batch ran through its grace periods and gave the writer lock up.
   /// Effects: waits (offline in Flavors) until the job fits under max_pending_objects (or nothing
   /// else is pending), then queues it for the thread. The registry calls it.
@@ -215,6 +222,7 @@ class deferred_destroy {
   void submit(std::unique_ptr<detail::deferred_job> job) {
     std::unique_lock lock(mutex_);
     if (!fits(job->objects)) {
+      ++waited_;
       detail::offline_while_blocked<Flavors> offline;
       cv_.wait(lock, [&] { return fits(job->objects); });
     }
@@ -250,6 +258,7 @@ class deferred_destroy {
   std::condition_variable cv_;
   std::deque<std::unique_ptr<detail::deferred_job>> jobs_;
   std::size_t pending_ = 0;
+  std::size_t waited_ = 0;
   bool stopping_ = false;
   std::thread thread_;
 };
