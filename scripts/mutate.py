@@ -302,6 +302,10 @@ MUTANTS = [
      "      job->state->complete({});\n      const batch_stats st = job->run(options_.destroy_chunk, options_.yield_between_chunks);",
      dd("the_flush_returns_before_any_destroy_and_its_ticket_waits_for_the_last|"
         "a_held_object_is_destroyed_after_its_holder_lets_go_not_before_the_call_returns")),
+    ("deferred_flush_ignores_max_pending_objects", DD,
+     "  bool fits(std::size_t n) const noexcept { return pending_ == 0 || pending_ + n <= options_.max_pending_objects; }",
+     "  bool fits(std::size_t n) const noexcept { return true || n == 0; }",  # killed by the test's 30 s watchdog
+     dd("a_flush_beyond_the_pending_limit_is_handed_over_only_after_the_earlier_batch_is_destroyed")),
     ("deferred_flush_destroys_on_the_callers_thread", RG,  # killed by the test's 30 s watchdog
      "    reclaimer.submit<thread_flavors>(std::move(job));", "    state->complete(job->run(0, false));",
      dd("the_flush_returns_before_any_destroy_and_its_ticket_waits_for_the_last")),

@@ -216,8 +216,10 @@ class deferred_destroy {
 
   /// Requires: job's batch ran through its grace periods and gave the writer lock up.
   /// Effects: waits (offline in Flavors) until the job fits under max_pending_objects (or nothing
-  /// else is pending), then queues it for the thread. The registry calls it.
-  /// Blocking: the budget wait.
+  /// else is pending), then queues it for the thread. The registry calls it. If the queue cannot
+  /// grow (std::bad_alloc), the caller's thread finishes the batch itself (its ticket is then
+  /// ready on return): a batch past its grace periods cannot be undone, and must not leak.
+  /// Blocking: the budget wait; the batch's drain and destroys in that fallback.
   template <class Flavors>
   void submit(std::unique_ptr<detail::deferred_job> job) {
     std::unique_lock lock(mutex_);
@@ -226,8 +228,18 @@ class deferred_destroy {
       detail::offline_while_blocked<Flavors> offline;
       cv_.wait(lock, [&] { return fits(job->objects); });
     }
-    pending_ += job->objects;
-    jobs_.push_back(std::move(job));
+    try {
+      jobs_.push_back(std::move(job));  // strong guarantee: on bad_alloc, job is still ours
+    } catch (...) {
+      // The batch is past its grace periods and cannot be undone: finish it here rather than leak it.
+      lock.unlock();
+      std::shared_ptr<detail::flush_state> state = std::move(job->state);
+      const batch_stats st = job->run(options_.destroy_chunk, options_.yield_between_chunks);
+      job.reset();
+      state->complete(st);
+      return;
+    }
+    pending_ += jobs_.back()->objects;
     cv_.notify_all();
   }
 
