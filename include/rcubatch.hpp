@@ -22,5 +22,6 @@
 #include "rcubatch/dismantle.hpp"
 #include "rcubatch/ref_drain.hpp"
 #include "rcubatch/rollback_many.hpp"
+#include "rcubatch/deferred_destroy.hpp"
 #include "rcubatch/registry.hpp"
 #include "rcubatch/async_unregister.hpp"

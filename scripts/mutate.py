@@ -95,6 +95,14 @@ TRACKED_PUT_CHECK_EARLY_READ = (  # the code before issue 34: the count read bef
     "    if (!(seen > tracker_->size())) {")
 
 
+DD = "include/rcubatch/deferred_destroy.hpp"
+
+
+def dd(regex):
+    """A test of tests/deferred_destroy_test.cpp (memb and qsbr) by its name."""
+    return ("deferred_destroy_test", r"^deferred_destroy\.deferred_flush\.(" + regex + r")<")
+
+
 def rg(regex):
     """A test of tests/registry_test.cpp (the registry_counting fixture) by its whole name."""
     return ("registry_test", r"^registry\.registry_counting\.(" + regex + ")$")
@@ -291,6 +299,25 @@ MUTANTS = [
      "      if (access::try_drain_unheld(r)) {",
      ("registry_order_hint_test",
       r"^registry_order_hint\.registry_order_hint\.an_array_that_disagrees_with_the_queue_order_still_destroys_each_object_once$")),
+    # issue 36: the deferred flush (deferred_destroy.hpp) and the chunked unlist.
+    ("chunked_unlist_never_lets_a_writer_in", RM, "          lock.yield_to_writers();\n", "",
+     dd("a_writer_gets_in_between_two_chunks_and_meets_the_batch_as_going_away")),
+    ("try_unregister_by_key_pushes_an_object_of_a_running_batch", RG,
+     "        } else if (going_away(*obj)) {  // still listed, in a running batch (a chunked unlist's)\n"
+     "          ++r.missed;\n          ++going;\n", "",
+     dd("a_writer_gets_in_between_two_chunks_and_meets_the_batch_as_going_away")),
+    ("deferred_ticket_done_before_its_destroys", DD,
+     "      const batch_stats st = job->run(options_.destroy_chunk, options_.yield_between_chunks);",
+     "      job->state->complete({});\n      const batch_stats st = job->run(options_.destroy_chunk, options_.yield_between_chunks);",
+     dd("the_flush_returns_before_any_destroy_and_its_ticket_waits_for_the_last|"
+        "a_held_object_is_destroyed_after_its_holder_lets_go_not_before_the_call_returns")),
+    ("deferred_flush_ignores_max_pending_objects", DD,
+     "  bool fits(std::size_t n) const noexcept { return pending_ == 0 || pending_ + n <= options_.max_pending_objects; }",
+     "  bool fits(std::size_t n) const noexcept { return true || n == 0; }",  # killed by the test's 30 s watchdog
+     dd("a_flush_beyond_the_pending_limit_is_handed_over_only_after_the_earlier_batch_is_destroyed")),
+    ("deferred_flush_destroys_on_the_callers_thread", RG,  # killed by the test's 30 s watchdog
+     "    reclaimer.submit<thread_flavors>(std::move(job));", "    state->complete(job->run(0, false));",
+     dd("the_flush_returns_before_any_destroy_and_its_ticket_waits_for_the_last")),
 ]
 
 

@@ -74,6 +74,12 @@
 // unregister(obj), try_unregister(obj) and try_unregister<I>(key) from many threads combine
 // through it into shared batches (async_unregister.hpp, "Attached to its registry"); without one
 // (the default) each call runs its own batch, as above.
+// Big flushes (deferred_destroy.hpp, issue 36): unregister_many_deferred returns once the batch's
+// objects are unpublished and its grace periods have elapsed, its drain and destroys handed to a
+// deferred_destroy's thread (a flush_ticket to wait on); registry_options::rollback.unlist_chunk
+// unlists a batch in chunks and lets a waiting writer in between two (tracked_writer_lock::
+// yield_to_waiter), one batch and one GP #1 still; between chunks the batch's objects not yet
+// unlisted are going away (try_unregister by key or object: already_unregistering).
 // Owned children (owned.hpp: owning<&Parent::list> on the parent's policy): add links a child into
 // the list of the parent its owner_hook names, its unlist takes it out, and the parent's batch
 // queues the children left (any depth, the same ≤ 2 grace periods); replace_with_children reloads
@@ -85,11 +91,14 @@
 #include <cstddef>
 #include <iterator>
 #include <mutex>
+#include <memory>
 #include <new>
+#include <optional>
 #include <ranges>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -100,6 +109,7 @@
 #include "rcubatch/detail/writer_lock.hpp"
 #include "rcubatch/grace_domain.hpp"
 #include "rcubatch/counters.hpp"
+#include "rcubatch/deferred_destroy.hpp"
 #include "rcubatch/misuse.hpp"
 #include "rcubatch/read_guard.hpp"
 #include "rcubatch/registrable.hpp"
@@ -594,31 +604,61 @@ class basic_registry {
   /// the range must stay unchanged during the call, as it must anyway. Other ranges: no hint.
   template <class Range>
   batch_stats unregister_many(Range&& objects) {
+    // The hint only here: a deferred batch's drain runs after the call, when `objects` may be gone.
     return unregister_with([&objects](queues& q) {
-      const auto push_one = [&q](auto&& element) {
-        if constexpr (std::is_pointer_v<std::remove_cvref_t<decltype(element)>>) {
-          if (element == nullptr) throw std::invalid_argument("rcubatch::registry::unregister_many: a null pointer");
-          q.push(*element);
-        } else {
-          q.push(element);
-        }
-      };
       q.order_ = order_hint_of(objects);
-      if constexpr (pointer_array<Range>) {
-        // An array of pointers: the push pass prefetches as the batch's passes do (order_hint).
-        const auto* const elements = std::ranges::data(objects);
-        const std::size_t n = std::ranges::size(objects);
-        for (std::size_t i = 0; i < n; ++i) {
-          if (i + detail::kHintAhead < n && elements[i + detail::kHintAhead] != nullptr) {
-            __builtin_prefetch(elements[i + detail::kHintAhead], 1, 3);
-            __builtin_prefetch(reinterpret_cast<const char*>(elements[i + detail::kHintAhead]) + 64, 0, 3);
-          }
-          push_one(elements[i]);
-        }
-      } else {
-        for (auto&& element : objects) push_one(element);
-      }
+      push_all(q, objects);
     });
+  }
+
+  /// A flush that returns after its grace periods (deferred_destroy.hpp): as unregister_many, for
+  /// the same objects in one batch, but the call returns once every object is unpublished and the
+  /// batch's grace periods have elapsed; the disposals, the ref drain and every destroy run on
+  /// `reclaimer`'s thread, in the order and phases rollback_many.hpp states (children before
+  /// parents, held objects once let go). The ticket's wait() returns once all are destroyed.
+  /// Requires: as unregister_many; this registry (and its policies) outlives the batch (wait the
+  /// ticket, or destroy `reclaimer`, first). Not on `reclaimer`'s thread (a destroy hook).
+  /// Effects: under the writer lock, the batch's phases validate … uninit and its grace periods,
+  /// as unregister_many (registry_options::rollback.unlist_chunk applies); then the lock is given
+  /// up (registry_options::hold_lock_through_drain does not apply: the lock cannot be held across
+  /// threads) and the batch is handed over — after a wait, offline under qsbr, if that would take
+  /// reclaimer's pending objects beyond its max_pending_objects.
+  /// Returns: the ticket; stats_at_handoff() has the grace periods. Nothing queued, refused
+  /// (misuse under report: stats.refused) or empty: a ticket ready at once, nothing handed over.
+  /// Misuse and Throws: as unregister_many (nothing changed then); std::bad_alloc before anything
+  /// changed. Complexity: O(N + dependents) on the caller's thread, the destroys on the reclaimer's.
+  /// Blocking: the writer lock, ≤ 2 grace periods, the budget wait; not the drain.
+  /// Thread safety: as unregister_many; several threads may hand batches to one reclaimer.
+  template <class Range>
+  flush_ticket unregister_many_deferred(Range&& objects, deferred_destroy& reclaimer) {
+    if (!outside_read_section("unregister_many_deferred") || !lock_not_held("registry::unregister_many_deferred")) {
+      batch_stats refused;
+      refused.refused = true;
+      return flush_ticket(refused);
+    }
+    auto job = std::make_unique<flush_job>(*this);
+    auto state = std::make_shared<detail::flush_state>();
+    state->wait_fn = &detail::flush_state::wait_offline<thread_flavors>;
+    {
+      std::unique_lock lock(mutex_);
+      push_all(job->q, objects);
+      if (job->q.refused_ > 0 && job->q.size() == 0) {
+        batch_stats refused;
+        refused.refused = true;
+        return flush_ticket(refused);
+      }
+      if (!job->start()) {  // nothing queued (or refused in a read section): done here
+        batch_totals_.add(job->engine->stats());
+        return flush_ticket(job->engine->stats());
+      }
+      lock.release();             // the batch's own lock ref releases it now, on this thread
+      job->engine->hand_off_lock();
+    }
+    state->at_handoff = job->engine->stats();
+    job->objects = state->at_handoff.objects;
+    job->state = state;
+    reclaimer.submit<thread_flavors>(std::move(job));
+    return flush_ticket(std::move(state));
   }
 
   /// Delete by key: the server's everyday call, and the safe one when threads race to delete the
@@ -660,12 +700,16 @@ class basic_registry {
   template <class I, class Keys>
   unregister_result try_unregister_many(const Keys& keys) {
     unregister_result r;
+    std::size_t going = 0;  // found, but already going away
     r.stats = unregister_with([&](queues& q) {
       auto& index_ = index<I>();
       for (const auto& key : keys) {
         auto* obj = index_.find_locked(key);
         if (obj == nullptr || q.contains(*obj)) {
           ++r.missed;
+        } else if (going_away(*obj)) {  // still listed, in a running batch (a chunked unlist's)
+          ++r.missed;
+          ++going;
         } else if (q.push(*obj)) {
           ++r.unregistered;
         }
@@ -673,6 +717,7 @@ class basic_registry {
     });
     if (r.unregistered > 0) r.status = unregister_status::unregistered;
     else if (r.stats.refused) r.status = unregister_status::refused;  // every key found was refused (report)
+    else if (going > 0) r.status = unregister_status::already_unregistering;
     return r;
   }
 
@@ -700,10 +745,7 @@ class basic_registry {
         return r;
     }
     r.stats = unregister_with([&](queues& q) {
-      const auto& base = static_cast<const registrable<registrable_type_t<U>>&>(obj);
-      const reg_state st = base.state();
-      if (st != reg_state::uninitialized &&
-          (st != reg_state::registered || detail::registrable_access::owner(base) != nullptr)) {
+      if (going_away(obj)) {
         ++r.missed;  // in a batch, in a queue (an async submit, another batch's cascade), or gone
       } else if (q.push(obj)) {
         ++r.unregistered;
@@ -995,6 +1037,92 @@ class basic_registry {
     const detail::combiner_slot::entry entered(combiner_);
     return entered.attached() != nullptr && std::forward<Call>(call)(*entered.attached());
   }
+
+  /// Requires: the writer lock. Whether obj is going away: it was registered, and is now in a
+  /// batch, in a queue (an async submit, another batch's cascade, a chunked unlist's later
+  /// chunks: still listed), or gone. A freshly constructed object is not (push diagnoses it).
+  template <class U>
+  static bool going_away(const U& obj) noexcept {
+    const auto& base = static_cast<const registrable<registrable_type_t<U>>&>(obj);
+    const reg_state st = base.state();
+    return st != reg_state::uninitialized &&
+           (st != reg_state::registered || detail::registrable_access::owner(base) != nullptr);
+  }
+
+  /// unregister_many's pushes: every element of `objects` (objects or pointers) into q.
+  template <class Range>
+  static void push_all(queues& q, Range& objects) {
+    const auto push_one = [&q](auto&& element) {
+      if constexpr (std::is_pointer_v<std::remove_cvref_t<decltype(element)>>) {
+        if (element == nullptr) throw std::invalid_argument("rcubatch::registry::unregister_many: a null pointer");
+        q.push(*element);
+      } else {
+        q.push(element);
+      }
+    };
+    if constexpr (pointer_array<Range>) {
+      // An array of pointers: the push pass prefetches as the batch's passes do (order_hint).
+      const auto* const elements = std::ranges::data(objects);
+      const std::size_t n = std::ranges::size(objects);
+      for (std::size_t i = 0; i < n; ++i) {
+        if (i + detail::kHintAhead < n && elements[i + detail::kHintAhead] != nullptr) {
+          __builtin_prefetch(elements[i + detail::kHintAhead], 1, 3);
+          __builtin_prefetch(reinterpret_cast<const char*>(elements[i + detail::kHintAhead]) + 64, 0, 3);
+        }
+        push_one(elements[i]);
+      }
+    } else {
+      for (auto&& element : objects) push_one(element);
+    }
+  }
+
+  using thread_flavors = detail::thread_flavors_t<Flavor, Policies...>;
+
+  /// One batch handed to a deferred_destroy: its queues and its engine, on the heap (the lanes
+  /// point into both) until the reclaimer's thread has finished it.
+  class flush_job final : public detail::deferred_job {
+    basic_registry& registry_;
+
+   public:
+    explicit flush_job(basic_registry& r) : registry_(r), q(r) {}
+    /// Under the writer lock: builds the engine (the registry's lanes and options; the lock
+    /// released for the drain, never held across the hand-off) and runs it through its grace
+    /// periods. False when the batch ended there (nothing to hand over).
+    bool start() { return start(std::index_sequence_for<Policies...>{}); }
+    batch_stats run(std::size_t chunk, bool yield) noexcept override {
+      detail::registrations_in<thread_flavors> registered;  // for the hooks and the drain's waits
+      const batch_stats st = engine->run_after_grace_periods(
+          true, detail::destroy_pause{chunk, yield ? &pause_and_yield : &pause, nullptr});
+      registry_.batch_totals_.add(st);
+      return st;
+    }
+
+    queues q;
+    using engine_type = detail::engine_for<
+        Flavor, detail::lane_ref<typename Policies::object_type, Policies>...>;
+    std::optional<engine_type> engine;
+
+   private:
+    template <std::size_t... K>
+    bool start(std::index_sequence<K...>) {
+      const auto lock = detail::writer_lock_ref::make<thread_flavors>(
+          registry_.mutex_, registry_.options_.unlock_during_waits ? detail::lock_release::grace_periods
+                                                                   : detail::lock_release::drain_only);
+      const detail::batch_context ctx(lock);
+      auto refs = std::make_tuple(detail::lane_ref<object_at<K>, std::tuple_element_t<K, std::tuple<Policies...>>>{
+          std::get<K>(q.q_), std::get<K>(registry_.policies_)}...);
+      std::apply([&](auto&... r) { engine.emplace(*registry_.domain_, registry_.options_.rollback, ctx, r...); }, refs);
+      return engine->run_through_grace_periods();
+    }
+    /// Between chunks of the destroy pass, on the reclaimer's thread: a quiescent state in each
+    /// qsbr flavor it is online in (a long pass would hold up every grace period otherwise).
+    static void pause(void*) noexcept { detail::quiescent_in(std::type_identity<thread_flavors>{}); }
+    /// The same, and its core to the other threads (deferred_options::yield_between_chunks).
+    static void pause_and_yield(void*) noexcept {
+      pause(nullptr);
+      std::this_thread::yield();
+    }
+  };
 
   /// Whether obj (of slot K) was named as parent by an owner_hook while its policy here owns no
   /// children (owned.hpp: detail::children_left_behind): checked wherever an object is queued

@@ -98,6 +98,16 @@ struct rollback_options {
   /// Set every object's dismantle flag for the whole batch (the point of the flag). Turn it off
   /// only to reproduce registries that predate it, for comparisons (examples/netdev legacy mode).
   bool mark_dismantle = true;
+  /// Chunked unlist (0: off, the default): the queued objects are unlisted this many at a time,
+  /// and between two chunks a writer waiting for the writer lock gets it (the lock is released
+  /// until one waiting writer has taken it, then re-taken; nobody waiting: nothing is released).
+  /// Still one batch: grace period #1 follows the last chunk. Only where the batch knows the
+  /// lock (a registry's batches, rollback_many with unlock_during_waits); a bare rollback_many
+  /// cannot release its caller's lock and ignores it. Between chunks another writer may meet an
+  /// object of the batch that is still listed: it is going away (registry: try_unregister by key
+  /// or by object reports already_unregistering; add of a child under it is refused; add of its
+  /// key is a duplicate), as it is for the objects of any running batch.
+  std::size_t unlist_chunk = 0;
 };
 
 /// Opt-in: release `lock` (which the caller holds) during grace-period waits and the ref drain.
@@ -232,6 +242,14 @@ class pass_prefetch {
   prefetcher<It> chain_;
 };
 
+/// Between chunks of the destroy pass (0 objects: no chunks): fn(arg), on the destroying thread,
+/// with no lock of the batch held (deferred_destroy.hpp: a yield, and a quiescent state under qsbr).
+struct destroy_pause {
+  std::size_t every = 0;
+  void (*fn)(void*) noexcept = nullptr;
+  void* arg = nullptr;
+};
+
 /// Batch ids: 1, 2, 3, ... in start order across the process (batch_stats::batch_id), as the
 /// probes and the stall reports name batches.
 inline std::atomic<std::uint64_t> g_next_batch_id{1};
@@ -287,8 +305,10 @@ class typed_lane : public lane_base {
 
   bool has_new() const noexcept { return after(unlisted_) != const_cast<typed_lane*>(this)->objects().end(); }
 
-  /// close and unlist (phase.hpp) for the objects that joined since the last call.
-  void close_and_unlist_new(batch_stats& stats) noexcept {
+  /// close and unlist (phase.hpp) for the objects that joined since the last call. `chunk` > 0:
+  /// after every `chunk` unlists (not after the last) the lock is offered to waiting writers
+  /// (writer_lock_ref::yield_to_writers; rollback_options::unlist_chunk).
+  void close_and_unlist_new(batch_stats& stats, writer_lock_ref& lock, std::size_t chunk = 0) noexcept {
     const iterator first = after(unlisted_);
     if (first == objects().end()) return;
     using typed = typename object_range<T>::iterator;
@@ -298,8 +318,14 @@ class typed_lane : public lane_base {
       pass_prefetch<T, iterator> ahead(first == objects().begin() ? hint_ : nullptr, hint_size_, first, end);
       iterator last = unlisted_;
       hooks_type hooks = hooks_;
+      std::size_t left_in_chunk = chunk;
       for (iterator it = first; it != end; ++it) {
         ahead.step();
+        if (chunk != 0 && left_in_chunk-- == 0) {  // a chunk done, more to come: let a writer in
+          left_in_chunk = chunk - 1;
+          unlisted_ = last;
+          lock.yield_to_writers();
+        }
         // Unlisted already when it was submitted to an async_unregister (registrable.hpp).
         if (!access::unlisted_early(*it)) [[likely]]
           hooks.unlist(access::downcast<T>(*it));
@@ -365,7 +391,8 @@ class typed_lane : public lane_base {
   /// Fused for an object nobody holds: the draining mark, → released and destroy in one step (it
   /// passes through unregistered without a store of its own: no other thread can observe the
   /// object between the two, as nobody holds it and no reader can reach it after the last GP).
-  void drain_scan(ref_drain& d, bool writers_may_race) noexcept {
+  /// `pause`: called between chunks of its `every` objects (a deferred destroy's: destroy_pause).
+  void drain_scan(ref_drain& d, bool writers_may_race, const destroy_pause& pause = {}) noexcept {
     dismantling_ = queue().dismantling();
     registrable_list& objs = objects();
     access::set_drain(queue(), &d);  // before any count is marked: the last put() finds d this way
@@ -374,8 +401,13 @@ class typed_lane : public lane_base {
     std::size_t ahead = 0;
     const std::size_t hinted = hint_size_;
     for (; ahead < kHintAhead && ahead < hinted; ++ahead) prefetch_for_destroy(hint_[ahead]);
+    std::size_t left_in_chunk = pause.every;
     for (iterator prev = objs.before_begin(), it = objs.begin(); it != end; it = std::next(prev)) {
       if (ahead < hinted) prefetch_for_destroy(hint_[ahead++]);
+      if (pause.every != 0 && left_in_chunk-- == 0) {
+        left_in_chunk = pause.every - 1;
+        pause.fn(pause.arg);
+      }
       registrable_base& r = *it;
       if (access::try_drain_unheld(r)) {
         objs.erase_after(prev);
@@ -569,11 +601,25 @@ class rollback_engine {
 
   /// The phases of kPhaseTable (phase.hpp), one private function each, in the table's order.
   batch_stats run() {
-    const auto start = clock::now();
-    if (in_read_section<Flavor>()) return refuse_in_read_section();
+    if (!run_through_grace_periods()) return stats_;
+    return run_after_grace_periods(false);
+  }
+
+  /// The phases up to the last grace period (every object unpublished, no reader left that could
+  /// reach one). False when the batch ended there (refused, or nothing queued: stats() is its
+  /// result, and run_after_grace_periods must not be called). Throws: what validate throws.
+  bool run_through_grace_periods() {
+    start_ = clock::now();
+    if (in_read_section<Flavor>()) {
+      refuse_in_read_section();
+      return false;
+    }
     stats_.batch_id = g_next_batch_id.fetch_add(1, std::memory_order_relaxed);
     validate();
-    if (all_queues_empty()) return finish(start);
+    if (all_queues_empty()) {
+      finish(start_);
+      return false;
+    }
 
     // --- point of no return ---
     start_running();
@@ -586,14 +632,31 @@ class rollback_engine {
     if (needs_grace_period_2(unlinked)) grace_period_2();
 
     stats_.objects = batch_.size();
+    return true;
+  }
+
+  /// Gives the writer lock up for good, after run_through_grace_periods, when the rest of the
+  /// batch runs on another thread (deferred_destroy.hpp): that thread must not release a lock
+  /// the caller's thread holds. Only under a lock_release that releases it for the drain.
+  void hand_off_lock() noexcept { lock_.unlock(); }
+
+  /// The rest, after run_through_grace_periods returned true: the disposals, the ref drain and
+  /// destroy. `handed_off`: on another thread, after hand_off_lock: the lock is not re-taken at
+  /// the end (nobody is there to release it; the queues are the batch's own, and empty).
+  /// `pause`: the destroy pass's chunks (none by default).
+  batch_stats run_after_grace_periods(bool handed_off, const destroy_pause& pause = {}) {
+    pause_ = pause;
     lock_.unlock();  // a no-op unless the lock is released (for waits, or the drain only)
     dispose_retirees();
     ref_drain_and_destroy();
     dispose_late_retirees();
-    lock_.relock();
+    if (!handed_off) lock_.relock();
     each([](auto& l) { l.finish(); });
-    return finish(start);
+    return finish(start_);
   }
+
+  /// The batch's statistics so far (at the hand-off: everything but the drain's).
+  const batch_stats& stats() const noexcept { return stats_; }
 
  private:
   /// Misuse: a grace period inside a read-side section deadlocks or drops the reader's protection.
@@ -632,7 +695,7 @@ class rollback_engine {
   /// Phases close and unlist for the queued objects (→ unregistering): per lane, close_many with
   /// the lane's objects, then unlist for each (the lane runs the two back to back).
   void close_and_unlist() noexcept {
-    each([&](auto& l) { l.close_and_unlist_new(stats_); });
+    each([&](auto& l) { l.close_and_unlist_new(stats_, lock_, opts_.unlist_chunk); });
   }
 
   /// No reader finds any queued object through a primary index any more. Pipelined: when every
@@ -660,7 +723,7 @@ class rollback_engine {
       bool more = false;
       each([&](auto& l) { more = more || l.has_new(); });
       if (!more) break;
-      each([&](auto& l) { l.close_and_unlist_new(stats_); });
+      each([&](auto& l) { l.close_and_unlist_new(stats_, lock_); });
     }
     batch_access::close_door(batch_);
   }
@@ -697,7 +760,7 @@ class rollback_engine {
   void ref_drain_and_destroy() noexcept {
     timed(stats_, phase::ref_drain, [&] {
       ref_drain drain(pointers_.data(), kLanes, opts_.drain, stats_, lock_);
-      each_reversed([&](auto& l) { l.drain_scan(drain, lock_.released_during_waits()); });
+      each_reversed([&](auto& l) { l.drain_scan(drain, lock_.released_during_waits(), pause_); });
       drain.wait(domain_);
     });
   }
@@ -756,11 +819,19 @@ class rollback_engine {
   const rollback_options& opts_;
   writer_lock_ref lock_;
   std::optional<gp_cookie> unlisted_before_;
+  destroy_pause pause_;
+  clock::time_point start_{};
   std::array<lane_base*, kLanes> pointers_;
   batch batch_;
   batch_stats& stats_;  // the batch's own (hooks read it through batch::stats())
   lane_set<Lanes...> lanes_;
 };
+
+/// The engine of a batch with these lanes (lane_ref<T, P>...): one typed_lane per lane.
+template <class Flavor, class... Specs>
+using engine_for =
+    rollback_engine<Flavor, typed_lane<typename Specs::object_type, typename Specs::policy_type,
+                                       owner_relation_t<typename Specs::object_type, typename Specs::policy_type...>>...>;
 
 template <class Flavor, class... Specs>
 batch_stats run_lanes(grace_domain<Flavor>& d, const rollback_options& o, const batch_context& ctx, Specs&... specs) {
@@ -773,9 +844,7 @@ batch_stats run_lanes(grace_domain<Flavor>& d, const rollback_options& o, const 
   static_assert(relations::one_owner_each,
                 "rcubatch: a child type is owned through two owned_lists (two owning<...> name lists of the same "
                 "child type): a child type may have one owner relation");
-  rollback_engine<Flavor, typed_lane<typename Specs::object_type, typename Specs::policy_type,
-                                     owner_relation_t<typename Specs::object_type, typename Specs::policy_type...>>...>
-      engine(d, o, ctx, specs...);
+  engine_for<Flavor, Specs...> engine(d, o, ctx, specs...);
   return engine.run();
 }
 

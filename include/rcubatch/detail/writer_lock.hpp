@@ -22,6 +22,7 @@
 #include <atomic>
 #include <chrono>
 #include <concepts>
+#include <cstdint>
 #include <thread>
 #include <tuple>
 
@@ -47,8 +48,18 @@ class tracked_writer_lock {
       diagnose_fatal(misuse_kind::holds_writer_lock,
                      "the registry's writer lock taken again by the thread that holds it (a hook of a batch "
                      "that holds it, or code under writer_lock()): it would wait for itself forever");
+    if constexpr (requires { { lock_.try_lock() } -> std::convertible_to<bool>; }) {
+      if (lock_.try_lock()) {
+        holder_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+        return;
+      }
+    }
+    // Contended: counted, so that a chunked unlist can let this writer in (yield_to_waiter).
+    waiting_.fetch_add(1, std::memory_order_relaxed);
     lock_offline<Flavors>(lock_);
     holder_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+    waiting_.fetch_sub(1, std::memory_order_relaxed);
+    served_.fetch_add(1, std::memory_order_release);
   }
   bool try_lock()
     requires requires(Lockable& l) { { l.try_lock() } -> std::convertible_to<bool>; }
@@ -66,10 +77,30 @@ class tracked_writer_lock {
   bool held_by_caller() const noexcept { return holder_.load(std::memory_order_relaxed) == std::this_thread::get_id(); }
   /// The lock itself, for code that needs its own type (a condition_variable_any works on this).
   Lockable& underlying() noexcept { return lock_; }
+  /// True when a thread is waiting in lock() (a hint: it may have got the lock since).
+  bool contended() const noexcept { return waiting_.load(std::memory_order_relaxed) != 0; }
+  /// Requires: the caller holds the lock. Effects: if a thread waits in lock(), releases the lock
+  /// until one waiting thread has taken it (offline under qsbr while it waits for that), then
+  /// takes it again (after that thread released it); nobody waiting: nothing (no unlock). So one
+  /// call lets at most the waiters already queued in, one at least, and a stream of new writers
+  /// cannot keep the caller out for longer than one critical section each of those in line.
+  /// Blocking: until a waiter took the lock and the lock is free again.
+  void yield_to_waiter() {
+    if (!contended()) return;
+    const std::uint64_t served = served_.load(std::memory_order_acquire);
+    unlock();
+    {
+      offline_while_blocked<Flavors> offline;
+      while (served_.load(std::memory_order_acquire) == served) std::this_thread::yield();
+    }
+    lock();
+  }
 
  private:
   Lockable lock_;
   std::atomic<std::thread::id> holder_{};
+  std::atomic<unsigned> waiting_{0};        // threads in lock()'s contended path
+  std::atomic<std::uint64_t> served_{0};    // contended lock() calls that got the lock
 };
 
 /// What the batch releases the writer lock for.
@@ -95,7 +126,17 @@ class writer_lock_ref {
     r.when_ = when;
     r.unlock_ = [](void* l) noexcept { static_cast<Lockable*>(l)->unlock(); };
     r.relock_ = [](void* l) noexcept { lock_offline<Flavors>(*static_cast<Lockable*>(l)); };
+    if constexpr (requires(Lockable& l) { l.yield_to_waiter(); })
+      r.yield_ = [](void* l) noexcept { static_cast<Lockable*>(l)->yield_to_waiter(); };
     return r;
+  }
+
+  /// Between two chunks of a chunked unlist (rollback_options::unlist_chunk), with the lock held:
+  /// lets a writer waiting for it in, then takes it back (tracked_writer_lock::yield_to_waiter;
+  /// nothing when nobody waits). Nothing for an inert ref or a lock that cannot tell.
+  void yield_to_writers() noexcept {
+    if (lock_ == nullptr || !held_ || yield_ == nullptr) return;
+    yield_(lock_);
   }
 
   /// Around a grace-period wait: releases the lock only under lock_release::grace_periods.
@@ -143,6 +184,7 @@ class writer_lock_ref {
   void* lock_ = nullptr;
   void (*unlock_)(void*) noexcept = nullptr;
   void (*relock_)(void*) noexcept = nullptr;
+  void (*yield_)(void*) noexcept = nullptr;
   lock_release when_ = lock_release::never;
   bool held_ = true;
   clock::time_point unlocked_at_{};
