@@ -432,7 +432,9 @@ TEST(registry_semantics, a_group_replaced_a_thousand_times_keeps_its_routes_unde
     ASSERT_TRUE(reg.add_with_children(*g, kids));  // the registry's now
   }
   const long created_before = route::constructed.load();
+  std::atomic<long> probes{0};
   checking_readers<flavor::memb> readers(2, [&](std::uint64_t i, const read_guard<flavor::memb>& guard) {
+    probes.fetch_add(1, std::memory_order_relaxed);
     const route* r = reg.find<route_ids>(guard, static_cast<int>(i % static_cast<std::uint64_t>(kRoutes)));
     const group* parent = r != nullptr ? r->owner.parent() : nullptr;
     const group* by_key = reg.find<group_ids>(guard, 1);
@@ -448,6 +450,10 @@ TEST(registry_semantics, a_group_replaced_a_thousand_times_keeps_its_routes_unde
     if (!r) delete next;
     gps += r.stats.grace_periods;
     not_one += r.stats.grace_periods != 1 ? 1u : 0u;
+    if (v % 50 == 0) {  // the readers probe between replaces, even on a loaded machine (progress, not timing)
+      const long before = probes.load();
+      while (probes.load() < before + 4) std::this_thread::yield();
+    }
     dog.kick();
   }
   const lookup_tally seen = readers.stop();

@@ -78,6 +78,16 @@
 // the list of the parent its owner_hook names, its unlist takes it out, and the parent's batch
 // queues the children left (any depth, the same ≤ 2 grace periods); replace_with_children reloads
 // a parent and its children in one critical section, all or nothing.
+// Reloads, families and bounded tables (issue 37; docs/guide.md has the overview), each with the
+// lookup under the writer lock so that a lost race is a result: try_replace<I>(key, fresh) and
+// try_replace_with_children<I>(key, ...); replace(old, fresh, keep_children) (the children move to
+// the new parent); add_with_children (a family published whole); add_under<I>(parent_key, child);
+// try_add and add_and_hold; try_unregister<I>(key, pred); unregister_if<I>(pred); a policy's
+// capacity() (add refused as full; size<T>()); constructors that pass one argument per policy.
+//   auto* fresh = new session(1, "alice");
+//   if (!sessions.try_replace<by_id>(std::uint64_t{1}, *fresh)) delete fresh;  // not_found, or a delete won
+//   sessions.unregister_if<by_id>([](const session& x) { return x.name.starts_with("tmp-"); });  // one batch
+//   (compiled in tests/header_examples_test.cpp)
 #pragma once
 
 #include <array>
@@ -171,6 +181,7 @@ struct add_result {
 /// The tag that asks replace / try_replace to keep the old object's owned children (they are
 /// re-parented to the new object in the same critical section instead of torn down).
 struct keep_children_t {
+  /// Explicit, so `{}` does not pass for the tag: write rcubatch::keep_children.
   explicit keep_children_t() = default;
 };
 /// The keep_children_t value: `reg.replace(old, fresh, rcubatch::keep_children)`.
