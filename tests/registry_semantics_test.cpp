@@ -101,6 +101,18 @@ struct entries_poisoned : indexed<entry, entry_ids> {
   }
 };
 
+/// A memb registry of entries destroyed into its graveyard, freed after the registry.
+struct poisoned_table {
+  explicit poisoned_table(std::size_t expected) {
+    graveyard.reserve(expected);
+    reg.policy<entries_poisoned>().graveyard = &graveyard;
+  }
+  thread_registration<flavor::memb> self;
+  grace_domain<flavor::memb> domain;
+  std::vector<std::unique_ptr<entry>> graveyard;  // declared before reg: outlives it
+  basic_registry<flavor::memb, std::mutex, entries_poisoned> reg{domain};
+};
+
 TEST(registry_semantics, a_replace_by_key_racing_a_delete_by_key_is_one_result_each_never_misuse) {
   // Two writers × 10,000 rounds: one replaces key i by key, the other deletes key i by key, released
   // together by a barrier. Every round: the delete finds the old or the new version (unregistered),
@@ -109,12 +121,8 @@ TEST(registry_semantics, a_replace_by_key_racing_a_delete_by_key_is_one_result_e
   // version 1, version 2 or (after the delete) nothing, never a destroyed object.
   constexpr int kRounds = 10'000;
   watchdog dog(std::chrono::seconds(240), "try_replace racing try_unregister by key");
-  thread_registration<flavor::memb> self;
-  grace_domain<flavor::memb> domain;
-  basic_registry<flavor::memb, std::mutex, entries_poisoned> reg(domain);
-  std::vector<std::unique_ptr<entry>> graveyard;
-  graveyard.reserve(2 * kRounds + 1);
-  reg.policy<entries_poisoned>().graveyard = &graveyard;
+  poisoned_table table(2 * kRounds + 1);
+  auto& reg = table.reg;
 
   std::atomic<int> current{0};
   std::atomic<long> bad_versions{0};
@@ -173,7 +181,7 @@ TEST(registry_semantics, a_replace_by_key_racing_a_delete_by_key_is_one_result_e
   EXPECT_EQ(deleted.load(), kRounds) << "the delete finds the old or the new version every round";
   EXPECT_EQ(delete_other.load(), 0);
   EXPECT_EQ(still_there.load(), 0) << "after each round the key is gone";
-  EXPECT_EQ(graveyard.size(), static_cast<std::size_t>(kRounds + replaced.load()));
+  EXPECT_EQ(table.graveyard.size(), static_cast<std::size_t>(kRounds + replaced.load()));
   EXPECT_TRUE(reg.index<entry_ids>().empty());
   EXPECT_GT(seen.lookups, 0);
   EXPECT_EQ(seen.poisoned, 0);

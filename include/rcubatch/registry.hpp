@@ -1280,15 +1280,8 @@ class basic_registry {
       result.stats.refused = true;
       return result;
     }
-    std::vector<C*> fresh;  // the new children, then: [0, swapped) replaced an old one, (paired below)
-    for (auto&& element : new_children) {
-      if constexpr (std::is_pointer_v<std::remove_cvref_t<decltype(element)>>) {
-        if (element == nullptr) throw std::invalid_argument("rcubatch::registry::replace_with_children: a null pointer");
-        fresh.push_back(static_cast<C*>(element));
-      } else {
-        fresh.push_back(static_cast<C*>(&element));
-      }
-    }
+    // the new children, then: [0, swapped) replaced an old one, (paired below)
+    const std::vector<C*> fresh = family_members<C>(new_children, "registry::replace_with_children");
     std::vector<C*> replaced_old(fresh.size(), nullptr);  // per new child: the old one it replaced
     std::scoped_lock lock(mutex_);
     queues q(*this);
@@ -1302,29 +1295,9 @@ class basic_registry {
       result.status = replace_status::already_unregistering;
       return result;
     }
-    auto not_fresh = [](const detail::registrable_base& o, const char* what) {
-      detail::diag_text msg("registry::replace_with_children: ");
-      msg += what;
-      msg += " is ";
-      msg += to_string(o.state());
-      msg += "; it must be freshly constructed (nothing was changed)";
-      detail::diagnose(misuse_kind::register_twice, msg.view());
-    };
-    if (new_p.state() != reg_state::uninitialized) {
-      not_fresh(new_p, "the new parent");
+    if (!family_is_fresh<Rel>(new_p, fresh, "registry::replace_with_children", "the new parent", "a new child")) {
       result.stats.refused = true;
       return result;
-    }
-    for (C* c : fresh) {
-      if (c->state() != reg_state::uninitialized || Rel::hook_of(*c).is_linked()) {
-        not_fresh(*c, "a new child");
-        result.stats.refused = true;
-        return result;
-      }
-      P* named = Rel::hook_of(*c).parent();
-      if (named != nullptr && named != &new_p)
-        throw std::invalid_argument("rcubatch::registry::replace_with_children: a new child's owner_hook names another "
-                                    "parent than the new one (nothing was changed)");
     }
     // A parent that is itself owned (A owns old_p): new_p takes old_p's place in A's list, as replace's new object.
     if (!successor_owner_accepts(old_p, new_p, "registry::replace_with_children")) {
@@ -1462,14 +1435,7 @@ class basic_registry {
     add_result res;  // refused
     if (!outside_read_section("add") || !lock_not_held(caller)) return res;
     std::scoped_lock lock(mutex_);
-    if (t.state() != reg_state::uninitialized) {
-      detail::diag_text msg(caller);
-      msg += ": the object is ";
-      msg += to_string(t.state());
-      msg += "; add takes a freshly constructed object, once (nothing was published)";
-      detail::diagnose(misuse_kind::register_twice, msg.view());
-      return res;
-    }
+    if (!is_fresh(t, caller, "the object")) return res;
     if (const add_status s = std::forward<Resolve>(resolve)(t); s != add_status::added) {
       res.status = s;
       return res;
@@ -1521,12 +1487,7 @@ class basic_registry {
       return r;
     }
     std::scoped_lock lock(mutex_);
-    if (n.state() != reg_state::uninitialized) {
-      detail::diag_text msg(caller);
-      msg += ": the new object is ";
-      msg += to_string(n.state());
-      msg += "; it must be freshly constructed (nothing was changed)";
-      detail::diagnose(misuse_kind::register_twice, msg.view());
+    if (!is_fresh(n, caller, "the new object")) {
       r.stats.refused = true;
       return r;
     }
@@ -1583,6 +1544,55 @@ class basic_registry {
     }(std::type_identity<Rels>{});
   }
 
+  /// Whether obj is freshly constructed (uninitialized, and not `linked` into a list by hand);
+  /// otherwise misuse register_twice, naming caller and role (false under report; nothing changed).
+  static bool is_fresh(const detail::registrable_base& obj, const char* caller, const char* role, bool linked = false) {
+    if (obj.state() == reg_state::uninitialized && !linked) [[likely]]
+      return true;
+    detail::diag_text msg(caller);
+    msg += ": ";
+    msg += role;
+    msg += " is ";
+    msg += linked ? "linked into an owned_list" : to_string(obj.state());
+    msg += "; it must be freshly constructed (nothing was changed)";
+    detail::diagnose(misuse_kind::register_twice, msg.view());
+    return false;
+  }
+
+  /// The children a family member was given (objects or pointers of C), as pointers.
+  /// Throws: std::invalid_argument naming `caller` on a null pointer (nothing changed).
+  template <class C, class Range>
+  static std::vector<C*> family_members(Range& children, const char* caller) {
+    std::vector<C*> out;
+    for (auto&& element : children) {
+      if constexpr (std::is_pointer_v<std::remove_cvref_t<decltype(element)>>) {
+        if (element == nullptr) throw std::invalid_argument(std::string("rcubatch::") + caller + ": a null pointer");
+        out.push_back(static_cast<C*>(element));
+      } else {
+        out.push_back(static_cast<C*>(&element));
+      }
+    }
+    return out;
+  }
+  /// Requires: the writer lock. Whether the parent and every child of a family about to be
+  /// published are freshly constructed (misuse register_twice otherwise, naming `caller` and the
+  /// role: false under report, nothing changed) and each child's owner_hook names the parent or
+  /// nothing. Throws: misuse_error; std::invalid_argument for a child naming another parent.
+  template <class Rel, class C>
+  static bool family_is_fresh(const typename Rel::parent_type& parent, const std::vector<C*>& children,
+                              const char* caller, const char* parent_role, const char* child_role) {
+    if (!is_fresh(parent, caller, parent_role)) return false;
+    for (C* c : children) {
+      if (!is_fresh(*c, caller, child_role)) return false;
+      if (Rel::hook_of(*c).is_linked()) return is_fresh(*c, caller, child_role, /*linked=*/true);
+      const auto* const named = Rel::hook_of(*c).parent();
+      if (named != nullptr && named != &parent)
+        throw std::invalid_argument(std::string("rcubatch::") + caller + ": " + child_role +
+                                    "'s owner_hook names another parent than " + parent_role + " (nothing was changed)");
+    }
+    return true;
+  }
+
   /// add_with_children's body (see there): children published first, then the parent; any
   /// refusal undoes every publish in reverse (one grace period if anything was visible).
   template <std::size_t kp, std::size_t kc, class Rel, class Range>
@@ -1591,38 +1601,9 @@ class basic_registry {
     using C = object_at<kc>;
     add_result res;  // refused
     if (!outside_read_section("add_with_children") || !lock_not_held("registry::add_with_children")) return res;
-    std::vector<C*> fresh;
-    for (auto&& element : children) {
-      if constexpr (std::is_pointer_v<std::remove_cvref_t<decltype(element)>>) {
-        if (element == nullptr) throw std::invalid_argument("rcubatch::registry::add_with_children: a null pointer");
-        fresh.push_back(static_cast<C*>(element));
-      } else {
-        fresh.push_back(static_cast<C*>(&element));
-      }
-    }
+    const std::vector<C*> fresh = family_members<C>(children, "registry::add_with_children");
     std::scoped_lock lock(mutex_);
-    auto not_fresh = [](const detail::registrable_base& o, const char* what) {
-      detail::diag_text msg("registry::add_with_children: ");
-      msg += what;
-      msg += " is ";
-      msg += to_string(o.state());
-      msg += "; it must be freshly constructed (nothing was published)";
-      detail::diagnose(misuse_kind::register_twice, msg.view());
-    };
-    if (parent.state() != reg_state::uninitialized) {
-      not_fresh(parent, "the parent");
-      return res;
-    }
-    for (C* c : fresh) {
-      if (c->state() != reg_state::uninitialized || Rel::hook_of(*c).is_linked()) {
-        not_fresh(*c, "a child");
-        return res;
-      }
-      P* const named = Rel::hook_of(*c).parent();
-      if (named != nullptr && named != &parent)
-        throw std::invalid_argument("rcubatch::registry::add_with_children: a child's owner_hook names another "
-                                    "parent (nothing was changed)");
-    }
+    if (!family_is_fresh<Rel>(parent, fresh, "registry::add_with_children", "the parent", "a child")) return res;
     if constexpr (!std::is_void_v<owner_of<P>>) {  // the parent is itself owned: its owner must accept it
       if (!owner_accepts<owner_of<P>>(parent, "registry::add_with_children")) {
         res.status = owner_going_away<owner_of<P>>(parent) ? add_status::parent_gone : add_status::refused;
