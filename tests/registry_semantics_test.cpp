@@ -528,8 +528,11 @@ TEST(registry_semantics, add_with_children_under_two_readers_never_shows_a_paren
   grace_domain<flavor::memb> domain;
   fib<flavor::memb> reg(domain);
   std::atomic<long> groups_seen{0};
+  std::atomic<int> being_added{0};
   checking_readers<flavor::memb> readers(2, [&](std::uint64_t i, const read_guard<flavor::memb>& guard) {
-    const int g = static_cast<int>(i % kFamilies);
+    // Every other probe: the family being added right now (where a parent published before its
+    // children would show); the others: any family.
+    const int g = i % 2 == 0 ? being_added.load(std::memory_order_relaxed) : static_cast<int>(i % kFamilies);
     const group* p = reg.find<group_ids>(guard, g);
     if (p == nullptr) return lookup_outcome{};
     groups_seen.fetch_add(1, std::memory_order_relaxed);
@@ -545,6 +548,7 @@ TEST(registry_semantics, add_with_children_under_two_readers_never_shows_a_paren
     auto* parent = new group(g, 0);
     std::vector<route*> kids;
     for (int j = 0; j < kKids; ++j) kids.push_back(new route(g * kKids + j));
+    being_added.store(g, std::memory_order_relaxed);
     ASSERT_TRUE(reg.add_with_children(*parent, kids));
     live.push_back(parent);
     if (live.size() == 64) {  // delete in batches, once a reader has found one of these 64 families

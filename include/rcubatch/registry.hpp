@@ -33,6 +33,10 @@
 //   publish(T&) -> bool | publish_result    links the object into what readers search; on refusal
 //                                           it has undone every link it made (see publish_result)
 //   unlist(T&) noexcept                     unlinks it again (required, as for rollback_many)
+//   capacity() const -> std::size_t         optional: the most objects of type T published at once
+//                                           (counted in its first index: size<T>()); an add beyond it
+//                                           is refused, add_status::full (replace_with_children's new
+//                                           children are not checked against it)
 // indexed<T, Index...> is such a policy for objects that live in RCU indexes (lfht_index or any
 // type with `bool add_unique(T&)` and `bool unlink(T&)`): publish adds to each index in order and
 // undoes the adds on a duplicate key, unlist unlinks from each; derive from it to add hooks.
@@ -1264,115 +1268,6 @@ class basic_registry {
     return st;
   }
 
-  /// replace_with_children's body (see there). One pass applies, remembering each change; a
-  /// refusal or an exception undoes them in reverse (each index operation undone by its inverse),
-  /// so nothing is left half-published; on success the old version goes through the one teardown
-  /// path (run: rollback_many), its objects marked unlisted-early (the swaps unlisted them).
-  template <std::size_t kp, std::size_t kc, class Rel, class FindOld, class Range>
-  replace_result replace_family(FindOld&& find_old, object_at<kp>& new_p, Range& new_children) {
-    using P = object_at<kp>;
-    using C = object_at<kc>;
-    auto& pp = std::get<kp>(policies_);
-    auto& cp = std::get<kc>(policies_);
-    using first_index = std::tuple_element_t<0, typename std::remove_cvref_t<decltype(cp)>::index_types>;
-    replace_result result;
-    if (!outside_read_section("replace_with_children") || !lock_not_held("registry::replace_with_children")) {
-      result.stats.refused = true;
-      return result;
-    }
-    // the new children, then: [0, swapped) replaced an old one, (paired below)
-    const std::vector<C*> fresh = family_members<C>(new_children, "registry::replace_with_children");
-    std::vector<C*> replaced_old(fresh.size(), nullptr);  // per new child: the old one it replaced
-    std::scoped_lock lock(mutex_);
-    queues q(*this);
-    P* const found = std::forward<FindOld>(find_old)();  // under the lock (try_replace_with_children: by key)
-    if (found == nullptr) {
-      result.status = replace_status::not_found;
-      return result;
-    }
-    P& old_p = *found;
-    if (going_away(old_p)) {  // a lost race: a result, not misuse (issue 37)
-      result.status = replace_status::already_unregistering;
-      return result;
-    }
-    if (!family_is_fresh<Rel>(new_p, fresh, "registry::replace_with_children", "the new parent", "a new child")) {
-      result.stats.refused = true;
-      return result;
-    }
-    // A parent that is itself owned (A owns old_p): new_p takes old_p's place in A's list, as replace's new object.
-    if (!successor_owner_accepts(old_p, new_p, "registry::replace_with_children")) {
-      result.stats.refused = true;
-      return result;
-    }
-    if (!q.push(old_p)) {  // not registered here, going away, in a queue: diagnosed by push
-      result.stats.refused = true;
-      return result;
-    }
-    // --- apply, remembering how far: undo() takes back exactly what was done ---
-    bool parent_swapped = false;
-    std::size_t applied = 0;  // new children handled (replaced an old one, or published)
-    bool exposed = false;
-    auto undo = [&]() noexcept {
-      while (applied > 0) {
-        --applied;
-        C& c = *fresh[applied];
-        if (C* old_c = replaced_old[applied]) {
-          cp.replace(c, *old_c);  // back in place (its keys are c's: cannot differ)
-          detail::registrable_access::set_unlisted_early(*old_c, false);
-        } else {
-          cp.unlist(c);
-        }
-      }
-      if (parent_swapped) pp.replace(new_p, old_p);
-      if (exposed) domain_->synchronize();  // readers may have found a new object: the caller frees them
-    };
-    try {
-      pp.replace(old_p, new_p);  // throws with nothing changed
-      parent_swapped = exposed = true;
-      auto& index0 = cp.template index<first_index>();
-      for (; applied < fresh.size(); ++applied) {
-        C& c = *fresh[applied];
-        if (Rel::hook_of(c).parent() == nullptr) Rel::hook_of(c).set_parent(new_p);
-        C* existing = index0.find_locked(index0.key_of(c));
-        if (existing != nullptr) {
-          const bool old_child = Rel::hook_of(*existing).is_linked() && Rel::hook_of(*existing).parent() == &old_p &&
-                                 !detail::registrable_access::unlisted_early(*existing);
-          if (!old_child) break;  // the key is another object's (or a new child's): a duplicate
-          cp.replace(*existing, c);  // all or nothing; throws with this pair unchanged
-          detail::registrable_access::set_unlisted_early(*existing, true);  // also marks it paired
-          replaced_old[applied] = existing;
-          ++result.swapped;
-        } else {
-          const publish_result r = detail::to_publish_result(cp.publish(c));
-          if (r != publish_result::published) break;  // undone by the policy itself
-          ++result.added;
-        }
-      }
-    } catch (...) {
-      undo();
-      throw;
-    }
-    if (applied < fresh.size()) {  // refused: a duplicate key, or a refused publish
-      undo();
-      q.template of<P>().clear();
-      result.swapped = result.added = 0;
-      return result;
-    }
-    // --- nothing below fails ---
-    link_owned(new_p);
-    new_p.mark_registered();
-    detail::registrable_access::set_unlisted_early(old_p, true);  // its batch skips the unlist
-    for (std::size_t i = 0; i < fresh.size(); ++i) {
-      fresh[i]->mark_registered();
-      link_owned(*fresh[i]);
-      if (C* old_c = replaced_old[i]) q.template of<C>().push(*old_c);  // unlisted: the queue's own push
-    }
-    result.replaced = true;
-    result.status = replace_status::replaced;
-    result.stats = run(q, std::index_sequence_for<Policies...>{});
-    return result;
-  }
-
   // ---- Issue 37's internals: the one add path, the one replace path, a family's add ----
 
   /// add's default: no parent to look up (add_under passes one that does).
@@ -1658,6 +1553,115 @@ class basic_registry {
     }
     res.status = add_status::added;
     return res;
+  }
+
+  /// replace_with_children's body (see there). One pass applies, remembering each change; a
+  /// refusal or an exception undoes them in reverse (each index operation undone by its inverse),
+  /// so nothing is left half-published; on success the old version goes through the one teardown
+  /// path (run: rollback_many), its objects marked unlisted-early (the swaps unlisted them).
+  template <std::size_t kp, std::size_t kc, class Rel, class FindOld, class Range>
+  replace_result replace_family(FindOld&& find_old, object_at<kp>& new_p, Range& new_children) {
+    using P = object_at<kp>;
+    using C = object_at<kc>;
+    auto& pp = std::get<kp>(policies_);
+    auto& cp = std::get<kc>(policies_);
+    using first_index = std::tuple_element_t<0, typename std::remove_cvref_t<decltype(cp)>::index_types>;
+    replace_result result;
+    if (!outside_read_section("replace_with_children") || !lock_not_held("registry::replace_with_children")) {
+      result.stats.refused = true;
+      return result;
+    }
+    // the new children, then: [0, swapped) replaced an old one, (paired below)
+    const std::vector<C*> fresh = family_members<C>(new_children, "registry::replace_with_children");
+    std::vector<C*> replaced_old(fresh.size(), nullptr);  // per new child: the old one it replaced
+    std::scoped_lock lock(mutex_);
+    queues q(*this);
+    P* const found = std::forward<FindOld>(find_old)();  // under the lock (try_replace_with_children: by key)
+    if (found == nullptr) {
+      result.status = replace_status::not_found;
+      return result;
+    }
+    P& old_p = *found;
+    if (going_away(old_p)) {  // a lost race: a result, not misuse (issue 37)
+      result.status = replace_status::already_unregistering;
+      return result;
+    }
+    if (!family_is_fresh<Rel>(new_p, fresh, "registry::replace_with_children", "the new parent", "a new child")) {
+      result.stats.refused = true;
+      return result;
+    }
+    // A parent that is itself owned (A owns old_p): new_p takes old_p's place in A's list, as replace's new object.
+    if (!successor_owner_accepts(old_p, new_p, "registry::replace_with_children")) {
+      result.stats.refused = true;
+      return result;
+    }
+    if (!q.push(old_p)) {  // not registered here, going away, in a queue: diagnosed by push
+      result.stats.refused = true;
+      return result;
+    }
+    // --- apply, remembering how far: undo() takes back exactly what was done ---
+    bool parent_swapped = false;
+    std::size_t applied = 0;  // new children handled (replaced an old one, or published)
+    bool exposed = false;
+    auto undo = [&]() noexcept {
+      while (applied > 0) {
+        --applied;
+        C& c = *fresh[applied];
+        if (C* old_c = replaced_old[applied]) {
+          cp.replace(c, *old_c);  // back in place (its keys are c's: cannot differ)
+          detail::registrable_access::set_unlisted_early(*old_c, false);
+        } else {
+          cp.unlist(c);
+        }
+      }
+      if (parent_swapped) pp.replace(new_p, old_p);
+      if (exposed) domain_->synchronize();  // readers may have found a new object: the caller frees them
+    };
+    try {
+      pp.replace(old_p, new_p);  // throws with nothing changed
+      parent_swapped = exposed = true;
+      auto& index0 = cp.template index<first_index>();
+      for (; applied < fresh.size(); ++applied) {
+        C& c = *fresh[applied];
+        if (Rel::hook_of(c).parent() == nullptr) Rel::hook_of(c).set_parent(new_p);
+        C* existing = index0.find_locked(index0.key_of(c));
+        if (existing != nullptr) {
+          const bool old_child = Rel::hook_of(*existing).is_linked() && Rel::hook_of(*existing).parent() == &old_p &&
+                                 !detail::registrable_access::unlisted_early(*existing);
+          if (!old_child) break;  // the key is another object's (or a new child's): a duplicate
+          cp.replace(*existing, c);  // all or nothing; throws with this pair unchanged
+          detail::registrable_access::set_unlisted_early(*existing, true);  // also marks it paired
+          replaced_old[applied] = existing;
+          ++result.swapped;
+        } else {
+          const publish_result r = detail::to_publish_result(cp.publish(c));
+          if (r != publish_result::published) break;  // undone by the policy itself
+          ++result.added;
+        }
+      }
+    } catch (...) {
+      undo();
+      throw;
+    }
+    if (applied < fresh.size()) {  // refused: a duplicate key, or a refused publish
+      undo();
+      q.template of<P>().clear();
+      result.swapped = result.added = 0;
+      return result;
+    }
+    // --- nothing below fails ---
+    link_owned(new_p);
+    new_p.mark_registered();
+    detail::registrable_access::set_unlisted_early(old_p, true);  // its batch skips the unlist
+    for (std::size_t i = 0; i < fresh.size(); ++i) {
+      fresh[i]->mark_registered();
+      link_owned(*fresh[i]);
+      if (C* old_c = replaced_old[i]) q.template of<C>().push(*old_c);  // unlisted: the queue's own push
+    }
+    result.replaced = true;
+    result.status = replace_status::replaced;
+    result.stats = run(q, std::index_sequence_for<Policies...>{});
+    return result;
   }
 
   template <class>
