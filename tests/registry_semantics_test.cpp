@@ -518,11 +518,12 @@ TEST_F(semantics_counting, add_with_children_with_a_duplicate_key_anywhere_publi
 }
 
 TEST(registry_semantics, add_with_children_under_two_readers_never_shows_a_parent_without_all_its_children) {
-  // The writer adds 2,000 families of 8 routes each (group g, routes g*8 .. g*8+7) and deletes
-  // each one again; 2 memb readers probe groups throughout: whenever a group is found, all 8 of
-  // its routes are found too, each naming it.
+  // The writer adds 2,000 families of 32 routes each (group g, routes g*32 .. g*32+31) and deletes
+  // them again, 64 at a time; 2 memb readers probe groups throughout (every other probe the family
+  // being added): whenever a group is found, all 32 of its routes are found too, each naming it.
+  // (32 children: a parent published first stays visible without them long enough to be seen.)
   constexpr int kFamilies = 2'000;
-  constexpr int kKids = 8;
+  constexpr int kKids = 32;
   watchdog dog(std::chrono::seconds(240), "add_with_children under readers");
   thread_registration<flavor::memb> self;
   grace_domain<flavor::memb> domain;
