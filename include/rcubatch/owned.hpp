@@ -53,11 +53,32 @@
 // parent whose policy owns one child type is not checked for a second, undeclared one.)
 //
 // Readers: a reader that found a child (inside a read section) may read child.owner.parent():
-// the parent is destroyed after the child. The lists themselves are writer-side (under the lock).
+// the parent is destroyed after the child. A reader that found a parent may walk its children
+// inside the same read section with rcu_range() (issue 37):
+//
+//   rcubatch::read_guard<flavor::memb> guard;
+//   if (const session* s = table.find<session_ids>(guard, 7))
+//     for (const stream& st : s->streams.rcu_range()) use(st);   // never a destroyed stream
+//
+// Why a list of our own for readers, next to the Boost.Intrusive one: Boost.Intrusive's list is
+// not RCU-safe — unlink and push_back write neighbours' pointers with plain stores in an order
+// readers cannot rely on, and a safe_link unlink nulls the node's own pointers, so a reader
+// standing on it would stop or fault. liburcu's rculist (cds_list_add_tail_rcu/del_rcu) is, but its
+// publish and read are volatile accesses that ThreadSanitizer cannot see as ordering (every walk
+// would be a reported race, or a suppression hiding real ones). So each child also carries one
+// std::atomic "next" pointer, a singly linked chain kept in the Boost list's order: link publishes
+// the child with a release store into its predecessor's next (the Boost list gives the
+// predecessor in O(1), so unlink stays O(1)), unlink stores the child's next into its predecessor
+// and leaves the child's own next as it was, so a reader standing on an unlinked child goes on to
+// its successor. The Boost list stays the writer's view (size, order, iterators), unchanged.
+// An unlinked child is destroyed after a grace period that follows its unlink (the batch that
+// unlinks it, or the async_unregister batch that takes it after submit): a reader never reaches a
+// destroyed child. Writers still change both only under the writer lock, at the points above.
 #pragma once
 
 #include <atomic>
 #include <cstddef>
+#include <iterator>
 #include <tuple>
 #include <type_traits>
 
@@ -110,8 +131,67 @@ class owner_hook
   Parent* parent() const noexcept { return parent_.load(std::memory_order_acquire); }
 
  private:
+  template <class, auto>
+  friend class owned_list;
+  template <class, auto>
+  friend class owned_rcu_range;
   static void mark(Parent& parent) noexcept;
   std::atomic<Parent*> parent_{nullptr};
+  // The reader-visible chain (see the file comment): the next child in the parent's list, or
+  // null. Written under the writer lock (release), read by readers (acquire). void*: the hook
+  // does not know its child type; owned_list<Child, Hook> casts it back.
+  std::atomic<void*> rcu_next_{nullptr};
+};
+
+/// What owned_list::rcu_range returns: a forward range over a parent's children for readers.
+/// C is Child or const Child.
+template <class C, auto Hook>
+class owned_rcu_range {
+  using child_type = std::remove_const_t<C>;
+
+ public:
+  /// A forward iterator yielding C&; end() is a null child.
+  class iterator {
+   public:
+    using value_type = child_type;                    ///< the children's type
+    using reference = C&;                             ///< what * yields
+    using pointer = C*;                               ///< what -> yields
+    using difference_type = std::ptrdiff_t;           ///< as forward iterators require
+    using iterator_category = std::forward_iterator_tag;  ///< forward only (singly linked)
+    iterator() noexcept = default;
+    /// Effects: an iterator on `c` (null: the end). Throws: nothing.
+    explicit iterator(C* c) noexcept : c_(c) {}
+    /// Effects: the child it stands on. Requires: not the end.
+    C& operator*() const noexcept { return *c_; }
+    /// Effects: the child it stands on. Requires: not the end.
+    C* operator->() const noexcept { return c_; }
+    /// Effects: the next child (acquire: its contents as its link published them).
+    iterator& operator++() noexcept {
+      c_ = static_cast<C*>((c_->*Hook).rcu_next_.load(std::memory_order_acquire));
+      return *this;
+    }
+    /// Effects: as ++it, returning the position before.
+    iterator operator++(int) noexcept {
+      iterator before = *this;
+      ++*this;
+      return before;
+    }
+    /// Effects: whether both stand on the same child (or both at the end).
+    friend bool operator==(const iterator& a, const iterator& b) noexcept { return a.c_ == b.c_; }
+
+   private:
+    C* c_ = nullptr;
+  };
+
+  /// Effects: a range starting at `first` (null: empty). Throws: nothing.
+  explicit owned_rcu_range(C* first) noexcept : first_(first) {}
+  /// Effects: the first child (as loaded when rcu_range was called).
+  iterator begin() const noexcept { return iterator(first_); }
+  /// Effects: the end (a null child).
+  iterator end() const noexcept { return iterator(); }
+
+ private:
+  C* first_;
 };
 
 namespace detail {
@@ -127,7 +207,8 @@ struct hook_member_traits<owner_hook<Parent> Child::*> {
 }  // namespace detail
 
 /// The children of a parent, a member of the parent: Child objects whose owner_hook member Hook
-/// names it. Writer-side: changed by the library under the registry's writer lock, read under it.
+/// names it. Changed by the library under the registry's writer lock. Writers read it under the
+/// lock (begin/end/size/empty); readers walk it inside a read section with rcu_range().
 template <class Child, auto Hook>
 class owned_list {
   using traits = detail::hook_member_traits<decltype(Hook)>;
@@ -163,10 +244,52 @@ class owned_list {
   /// Effects: whether no child is linked. Requires: as begin. Throws: nothing. Complexity: O(1).
   bool empty() const noexcept { return list_.empty(); }
 
+  /// Effects: the children for a reader, in the order they were added: every child linked for the
+  /// whole walk is visited once; a child linked or unlinked during the walk is visited or not;
+  /// none is visited after its destroy. The walk always ends (each step follows a pointer a writer
+  /// stored, towards the tail: a child is linked only at the tail, and an unlinked child is never
+  /// linked again). Requires: the walk and every use of the children it yields lie inside one read
+  /// section of the registry's flavor (read_guard), in which the parent itself was found (or the
+  /// writer lock is held). Thread safety: any number of readers, concurrently with the writer.
+  /// Throws: nothing. Complexity: O(1); the walk O(children).
+  owned_rcu_range<Child, Hook> rcu_range() noexcept { return owned_rcu_range<Child, Hook>(first()); }
+  /// Effects, Requires, Thread safety: as rcu_range(), read-only.
+  owned_rcu_range<const Child, Hook> rcu_range() const noexcept {
+    return owned_rcu_range<const Child, Hook>(first());
+  }
+
  private:
   template <auto>
   friend struct detail::owned_relation;
+
+  Child* first() const noexcept { return rcu_first_.load(std::memory_order_acquire); }
+  static std::atomic<void*>& next_of(Child& c) noexcept { return (c.*Hook).rcu_next_; }
+
+  /// Requires: the writer lock; c is not linked. Effects: c at the tail of both views; readers
+  /// see it once its release store (into the old tail's next, or the head) is visible.
+  void link_back(Child& c) noexcept {
+    next_of(c).store(nullptr, std::memory_order_relaxed);  // not yet reachable: ordered by the release below
+    if (list_.empty())
+      rcu_first_.store(&c, std::memory_order_release);
+    else
+      next_of(list_.back()).store(&c, std::memory_order_release);
+    list_.push_back(c);
+  }
+  /// Requires: the writer lock; c is linked here. Effects: c out of both views; its own next is
+  /// kept, so a reader standing on c goes on to its successor. (release: the successor was
+  /// published before, but a reader that loads this store must see it initialized.)
+  void unlink(Child& c) noexcept {
+    const auto it = list_.iterator_to(c);
+    void* const next = next_of(c).load(std::memory_order_relaxed);
+    if (it == list_.begin())
+      rcu_first_.store(static_cast<Child*>(next), std::memory_order_release);
+    else
+      next_of(*std::prev(it)).store(next, std::memory_order_release);
+    list_.erase(it);
+  }
+
   list_type list_;
+  std::atomic<Child*> rcu_first_{nullptr};  // the readers' head: written under the writer lock
 };
 
 namespace detail {
@@ -177,6 +300,9 @@ struct owned_relation<List> {
   using child_type = Child;
   using list_type = typename owned_list<Child, Hook>::list_type;
   static list_type& list_of(Parent& p) noexcept { return (p.*List).list_; }
+  /// Requires: the writer lock. Effects: owned_list::link_back / unlink (both views kept in step).
+  static void link(Parent& p, Child& c) noexcept { (p.*List).link_back(c); }
+  static void unlink(Parent& p, Child& c) noexcept { (p.*List).unlink(c); }
   static owner_hook<Parent>& hook_of(Child& c) noexcept { return c.*Hook; }
 };
 }  // namespace detail
@@ -271,8 +397,7 @@ void unlink_from_owner(typename Rel::child_type& c) noexcept {
   auto& hook = Rel::hook_of(c);
   if (!hook.is_linked()) return;
   typename Rel::parent_type* const p = hook.parent();
-  auto& list = Rel::list_of(*p);
-  list.erase(list.iterator_to(c));
+  Rel::unlink(*p, c);
   registrable_base& parent = base_of(*p);
   std::atomic<registrable_base*>& edge = registrable_access::parent(base_of(c));
   // Edges are recorded under the writer lock (batch::queue runs in notify), and c's release,
@@ -302,7 +427,7 @@ void inherit_owner(typename Rel::child_type& old, typename Rel::child_type& succ
 /// checked by the registry (owner_accepts). Effects: links c at the tail of its parent's list.
 template <class Rel>
 void link_to_owner(typename Rel::child_type& c) noexcept {
-  if (typename Rel::parent_type* const p = Rel::hook_of(c).parent()) Rel::list_of(*p).push_back(c);
+  if (typename Rel::parent_type* const p = Rel::hook_of(c).parent()) Rel::link(*p, c);
 }
 
 /// The notify-phase step of a parent's batch: every child still in each list joins the batch

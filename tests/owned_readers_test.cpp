@@ -1,0 +1,168 @@
+// owned.hpp, the readers' side (issue 37 item 5): owned_list::rcu_range walked inside a read_guard
+// while a writer adds children and deletes them by batch, with real memb grace periods. Every
+// destroyed child is poisoned and kept (freed after the readers stop), so a reader that reaches one
+// counts it; each walk's length is bounded by the children ever added (a walk that loops would
+// hang, and the watchdog fails it).
+#include <rcubatch/index/lfht_index.hpp>
+#include <rcubatch/owned.hpp>
+#include <rcubatch/read_guard.hpp>
+#include <rcubatch/registry.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <vector>
+
+#include "support/checking_readers.hpp"
+#include "support/objects.hpp"
+#include "support/watchdog.hpp"
+
+namespace rcubatch::test {
+namespace {
+
+struct session;
+struct stream : registrable<stream> {
+  explicit stream(std::uint64_t i) : id(i) {}
+  std::uint64_t id;
+  lfht_hook<stream> by_id;
+  owner_hook<session> owner;
+  std::atomic<std::uint64_t> poison{kAlive};
+};
+struct session : registrable<session> {
+  explicit session(std::uint64_t i) : id(i) {}
+  std::uint64_t id;
+  lfht_hook<session> by_id;
+  owned_list<stream, &stream::owner> streams;
+};
+using session_ids = lfht_index<session, &session::by_id, key_member<&session::id>, flavor::memb>;
+using stream_ids = lfht_index<stream, &stream::by_id, key_member<&stream::id>, flavor::memb>;
+
+/// Destroyed children, poisoned and kept until the readers have stopped.
+inline std::vector<std::unique_ptr<stream>>* g_dead = nullptr;
+
+struct session_policy : indexed<session, session_ids>, owning<&session::streams> {
+  void destroy(session* s) noexcept { delete s; }
+};
+struct stream_policy : indexed<stream, stream_ids> {
+  void destroy(stream* st) noexcept {
+    st->poison.store(kPoison);
+    g_dead->emplace_back(st);  // reserved by the test: no allocation here
+  }
+};
+using table = basic_registry<flavor::memb, std::mutex, session_policy, stream_policy>;
+
+/// The ids of the children a reader's walk yields, at rest.
+std::vector<std::uint64_t> walk_ids(const session& s) {
+  read_guard<flavor::memb> guard;
+  std::vector<std::uint64_t> ids;
+  for (const stream& st : s.streams.rcu_range()) ids.push_back(st.id);
+  return ids;
+}
+/// The ids of the children in the writer's view.
+std::vector<std::uint64_t> writer_ids(const session& s) {
+  std::vector<std::uint64_t> ids;
+  for (const stream& st : s.streams) ids.push_back(st.id);
+  return ids;
+}
+
+TEST(owned_readers, a_walk_at_rest_yields_the_children_in_add_order_without_the_deleted_ones) {
+  thread_registration<flavor::memb> self;
+  grace_domain<flavor::memb> domain;
+  table t(domain);
+  std::vector<std::unique_ptr<stream>> dead;
+  dead.reserve(8);
+  g_dead = &dead;
+  auto* s = new session(1);
+  ASSERT_TRUE(t.add(*s));
+  std::vector<stream*> c;
+  for (std::uint64_t i = 0; i < 5; ++i) {
+    c.push_back(new stream(i));
+    c.back()->owner.set_parent(*s);
+    ASSERT_TRUE(t.add(*c.back()));
+  }
+  EXPECT_EQ(walk_ids(*s), (std::vector<std::uint64_t>{0, 1, 2, 3, 4}));
+  // The head, a middle one and the tail: each unlink path once.
+  const std::vector<stream*> doomed{c[0], c[2], c[4]};
+  EXPECT_EQ(t.unregister_many(doomed).objects, 3u);
+  EXPECT_EQ(walk_ids(*s), (std::vector<std::uint64_t>{1, 3}));
+  auto* late = new stream(9);
+  late->owner.set_parent(*s);
+  ASSERT_TRUE(t.add(*late));  // linked after the new tail
+  EXPECT_EQ(walk_ids(*s), (std::vector<std::uint64_t>{1, 3, 9}));
+  EXPECT_EQ(walk_ids(*s), writer_ids(*s));
+  EXPECT_EQ(t.unregister(*s).objects, 4u);
+  g_dead = nullptr;
+}
+
+TEST(owned_readers, two_readers_walking_a_parents_children_never_see_a_destroyed_child_while_a_writer_adds_and_deletes) {
+  // 2 readers find the session and walk its children in a read_guard, over and over, while the
+  // writer runs kRounds rounds of: add kPerRound children, delete kPerRound children picked at
+  // random among the live ones (head, middle and tail alike) in one batch. Every walk must end,
+  // see no destroyed child, and be no longer than the children ever added.
+  constexpr int kRounds = 2000;
+  constexpr int kPerRound = 8;
+  constexpr std::uint64_t kStart = 32;
+  watchdog dog(std::chrono::seconds(240), "readers walking owned children under a writer");
+  thread_registration<flavor::memb> self;
+  grace_domain<flavor::memb> domain;
+  table t(domain);
+  std::vector<std::unique_ptr<stream>> dead;
+  dead.reserve(kRounds * kPerRound);
+  g_dead = &dead;
+  auto* s = new session(1);
+  ASSERT_TRUE(t.add(*s));
+  std::vector<stream*> live;
+  std::uint64_t next_id = 0;
+  auto add_child = [&] {
+    auto* st = new stream(next_id++);
+    st->owner.set_parent(*s);
+    ASSERT_TRUE(t.add(*st));
+    live.push_back(st);
+  };
+  for (std::uint64_t i = 0; i < kStart; ++i) add_child();
+  constexpr long kEverAdded = kStart + kRounds * kPerRound;
+  std::atomic<long> longest_walk{0};
+  checking_readers<flavor::memb> readers(2, [&](std::uint64_t, const read_guard<flavor::memb>& guard) {
+    const session* p = t.find<session_ids>(guard, std::uint64_t{1});
+    bool poisoned = false;
+    long steps = 0;
+    if (p != nullptr) {
+      for (const stream& st : p->streams.rcu_range()) {
+        poisoned |= st.poison.load(std::memory_order_relaxed) != kAlive;
+        if (++steps > kEverAdded) break;  // a loop: counted below, never spun forever
+      }
+    }
+    long seen = longest_walk.load(std::memory_order_relaxed);
+    while (steps > seen && !longest_walk.compare_exchange_weak(seen, steps, std::memory_order_relaxed)) {
+    }
+    return lookup_outcome{.missed = p == nullptr, .poisoned = poisoned};
+  });
+  std::mt19937 rng(37);
+  for (int round = 0; round < kRounds; ++round) {
+    for (int i = 0; i < kPerRound; ++i) add_child();
+    std::shuffle(live.begin(), live.end(), rng);
+    const std::vector<stream*> doomed(live.end() - kPerRound, live.end());
+    live.resize(live.size() - kPerRound);
+    ASSERT_EQ(t.unregister_many(doomed).objects, static_cast<std::size_t>(kPerRound));
+  }
+  const lookup_tally seen = readers.stop();
+  EXPECT_GT(seen.lookups, 0);
+  EXPECT_EQ(seen.misses, 0);
+  EXPECT_EQ(seen.poisoned, 0);
+  EXPECT_LE(longest_walk.load(), kEverAdded);
+  EXPECT_EQ(dead.size(), static_cast<std::size_t>(kRounds * kPerRound));
+  // At rest the readers' chain and the writer's list agree, child for child.
+  EXPECT_EQ(s->streams.size(), live.size());
+  EXPECT_EQ(walk_ids(*s), writer_ids(*s));
+  EXPECT_EQ(t.unregister(*s).objects, 1 + live.size());
+  g_dead = nullptr;
+}
+
+}  // namespace
+}  // namespace rcubatch::test
