@@ -381,7 +381,8 @@ registrable_base& base_of(U& obj) noexcept {
 /// child's type without reflection, so this is a misuse diagnosis rather than a compile error.
 template <class Policy, class U>
 bool children_left_behind(U& obj) noexcept {
-  if constexpr (has_owned_lists<Policy>) {
+  // A policy with members (membership.hpp: having_members<>) deletes its edges: a group's mark.
+  if constexpr (has_owned_lists<Policy> || requires { typename std::remove_cv_t<Policy>::member_lists; }) {
     return false;
   } else {
     return registrable_access::named_as_owner(base_of(obj));

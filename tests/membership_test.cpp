@@ -1,0 +1,287 @@
+// membership.hpp: members shared by several parents (issue 37 item 6), modelled on Linux's nexthop
+// groups. Real memb grace periods and rculfhash indexes; every destroyed object is poisoned and
+// kept until the readers stop, so a reader that reaches one counts it. A model (a set of member
+// ids per group) says what every group must hold after each delete.
+#include <rcubatch/index/lfht_index.hpp>
+#include <rcubatch/membership.hpp>
+#include <rcubatch/read_guard.hpp>
+#include <rcubatch/registry.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <set>
+#include <vector>
+
+#include "support/checking_readers.hpp"
+#include "support/misuse_capture.hpp"
+#include "support/objects.hpp"
+#include "support/watchdog.hpp"
+
+namespace rcubatch::test {
+namespace {
+
+struct nh_group;
+struct nexthop : registrable<nexthop> {
+  explicit nexthop(std::uint64_t i) : id(i) {}
+  std::uint64_t id;
+  lfht_hook<nexthop> by_id;
+  memberships<nexthop, nh_group> groups;
+  std::atomic<std::uint64_t> poison{kAlive};
+};
+struct nh_group : registrable<nh_group> {
+  explicit nh_group(std::uint64_t i) : id(i) {}
+  std::uint64_t id;
+  lfht_hook<nh_group> by_id;
+  member_list<nexthop, &nexthop::groups> members{*this};
+  std::atomic<std::uint64_t> poison{kAlive};
+};
+using nexthop_ids = lfht_index<nexthop, &nexthop::by_id, key_member<&nexthop::id>, flavor::memb>;
+using group_ids = lfht_index<nh_group, &nh_group::by_id, key_member<&nh_group::id>, flavor::memb>;
+
+/// Destroyed objects, poisoned and kept until the readers have stopped.
+struct graveyard {
+  std::vector<std::unique_ptr<nexthop>> nexthops;
+  std::vector<std::unique_ptr<nh_group>> groups;
+};
+inline graveyard* g_dead = nullptr;
+
+struct group_policy : indexed<nh_group, group_ids>,
+                      having_members<&nh_group::members, &queue_when_empty<&nh_group::members>> {
+  void destroy(nh_group* g) noexcept {
+    g->poison.store(kPoison);
+    g_dead->groups.emplace_back(g);  // reserved by the test: no allocation here
+  }
+};
+struct nexthop_policy : indexed<nexthop, nexthop_ids> {
+  void destroy(nexthop* n) noexcept {
+    n->poison.store(kPoison);
+    g_dead->nexthops.emplace_back(n);
+  }
+};
+using table = basic_registry<flavor::memb, std::mutex, group_policy, nexthop_policy>;
+
+/// The ids of a group's members, walked as a reader walks them.
+std::set<std::uint64_t> member_ids(const nh_group& g) {
+  read_guard<flavor::memb> guard;
+  std::set<std::uint64_t> ids;
+  for (const nexthop& n : g.members.rcu_range()) ids.insert(n.id);
+  return ids;
+}
+
+struct membership : ::testing::Test {
+  membership() {
+    dead.nexthops.reserve(64);
+    dead.groups.reserve(1000);
+    g_dead = &dead;
+  }
+  ~membership() override { g_dead = nullptr; }
+  thread_registration<flavor::memb> self;
+  grace_domain<flavor::memb> domain;
+  graveyard dead;
+
+  static bool join(table& t, nh_group& g, nexthop& n) {
+    std::scoped_lock lock(t.writer_lock());
+    return g.members.join(n);
+  }
+};
+
+TEST_F(membership, deleting_a_member_leaves_every_group_and_deletes_the_groups_it_leaves_empty_in_the_same_batch) {
+  table t(domain);
+  auto* a = new nexthop(1);
+  auto* b = new nexthop(2);
+  auto* c = new nexthop(3);
+  auto* g1 = new nh_group(10);
+  auto* g2 = new nh_group(20);
+  for (auto* n : {a, b, c}) ASSERT_TRUE(t.add(*n));
+  for (auto* g : {g1, g2}) ASSERT_TRUE(t.add(*g));
+  ASSERT_TRUE(join(t, *g1, *a));
+  ASSERT_TRUE(join(t, *g1, *b));
+  ASSERT_TRUE(join(t, *g2, *b));
+  ASSERT_TRUE(join(t, *g2, *c));
+  EXPECT_EQ(b->groups.size(), 2u);
+  // b leaves both groups; neither is left empty.
+  batch_stats st = t.unregister(*b);
+  EXPECT_EQ(st.objects, 1u);
+  EXPECT_EQ(g1->members.size(), 1u);
+  EXPECT_EQ(member_ids(*g1), (std::set<std::uint64_t>{1}));
+  EXPECT_EQ(member_ids(*g2), (std::set<std::uint64_t>{3}));
+  // a was g1's last member: g1 goes in a's batch, within two grace periods.
+  st = t.unregister(*a);
+  EXPECT_EQ(st.objects, 2u);
+  EXPECT_LE(st.grace_periods, 2u);
+  ASSERT_EQ(dead.groups.size(), 1u);
+  EXPECT_EQ(dead.groups[0].get(), g1);
+  {
+    read_guard<flavor::memb> guard;
+    EXPECT_EQ(t.find<group_ids>(guard, std::uint64_t{10}), nullptr);
+    EXPECT_EQ(t.find<group_ids>(guard, std::uint64_t{20}), g2);
+  }
+  EXPECT_EQ(t.unregister(*g2).objects, 1u);  // its member c stays
+  EXPECT_EQ(t.unregister(*c).objects, 1u);   // in no group now
+}
+
+TEST_F(membership, deleting_a_group_leaves_its_members_registered_and_in_their_other_groups) {
+  table t(domain);
+  auto* a = new nexthop(1);
+  auto* b = new nexthop(2);
+  auto* g1 = new nh_group(10);
+  auto* g2 = new nh_group(20);
+  for (auto* n : {a, b}) ASSERT_TRUE(t.add(*n));
+  for (auto* g : {g1, g2}) ASSERT_TRUE(t.add(*g));
+  ASSERT_TRUE(join(t, *g1, *a));
+  ASSERT_TRUE(join(t, *g1, *b));
+  ASSERT_TRUE(join(t, *g2, *b));
+  const batch_stats st = t.unregister(*g1);
+  EXPECT_EQ(st.objects, 1u);
+  EXPECT_TRUE(a->groups.empty());
+  EXPECT_EQ(b->groups.size(), 1u);
+  EXPECT_EQ(a->state(), reg_state::registered);
+  EXPECT_EQ(b->state(), reg_state::registered);
+  EXPECT_EQ(member_ids(*g2), (std::set<std::uint64_t>{2}));
+  // a, in no group now, goes alone; b takes g2 (left empty) with it.
+  EXPECT_EQ(t.unregister(*a).objects, 1u);
+  EXPECT_EQ(t.unregister(*b).objects, 2u);
+  EXPECT_EQ(dead.groups.size(), 2u);
+}
+
+TEST_F(membership, join_refuses_a_member_twice_and_an_object_never_added_and_changes_nothing) {
+  table t(domain);
+  auto* a = new nexthop(1);
+  auto* g = new nh_group(10);
+  ASSERT_TRUE(t.add(*a));
+  ASSERT_TRUE(t.add(*g));
+  ASSERT_TRUE(join(t, *g, *a));
+  misuse_capture cap;
+  scoped_misuse_policy p(misuse_policy::report, cap);
+  EXPECT_FALSE(join(t, *g, *a));
+  EXPECT_EQ(cap.last_kind, misuse_kind::register_twice);
+  nexthop stranger(2);
+  EXPECT_FALSE(join(t, *g, stranger));
+  EXPECT_EQ(cap.last_kind, misuse_kind::not_registered);
+  EXPECT_EQ(cap.calls, 2);
+  EXPECT_EQ(g->members.size(), 1u);
+  EXPECT_TRUE(stranger.groups.empty());
+  EXPECT_EQ(t.unregister(*a).objects, 2u);  // g left empty
+}
+
+TEST_F(membership, a_thousand_groups_of_eight_from_64_nexthops_empty_and_go_as_linux_deletes_them_under_two_readers) {
+  // 1,000 groups × 8 distinct members drawn from 64 nexthops. 2 readers find groups by id and walk
+  // their members throughout. First 100 groups are deleted (their members stay, in their other
+  // groups); then the 64 nexthops one by one: after each, every remaining group holds exactly the
+  // model's members, a group left with none is gone in the same batch, and no batch costs more
+  // than 2 grace periods. The readers never reach a destroyed group or nexthop.
+  constexpr std::uint64_t kNexthops = 64;
+  constexpr std::uint64_t kGroups = 1000;
+  constexpr int kPerGroup = 8;
+  constexpr std::uint64_t kGroupsDeletedFirst = 100;
+  watchdog dog(std::chrono::seconds(240), "nexthop groups under readers");
+  table t(domain);
+  std::mt19937 rng(37);
+  std::vector<nexthop*> nhs;
+  for (std::uint64_t i = 0; i < kNexthops; ++i) {
+    nhs.push_back(new nexthop(i));
+    ASSERT_TRUE(t.add(*nhs.back()));
+  }
+  std::map<std::uint64_t, nh_group*> groups;                 // the live ones
+  std::map<std::uint64_t, std::set<std::uint64_t>> model;    // group id → member ids
+  std::vector<std::uint64_t> pool(kNexthops);
+  for (std::uint64_t i = 0; i < kNexthops; ++i) pool[i] = i;
+  for (std::uint64_t gid = 0; gid < kGroups; ++gid) {
+    auto* g = new nh_group(1000 + gid);
+    ASSERT_TRUE(t.add(*g));
+    std::shuffle(pool.begin(), pool.end(), rng);
+    for (int k = 0; k < kPerGroup; ++k) {
+      ASSERT_TRUE(join(t, *g, *nhs[pool[k]]));
+      model[g->id].insert(pool[k]);
+    }
+    groups[g->id] = g;
+  }
+  auto check_all = [&] {
+    long wrong = 0;
+    for (const auto& [id, g] : groups) {
+      if (g->members.size() != model[id].size() || member_ids(*g) != model[id]) ++wrong;
+    }
+    for (nexthop* n : nhs) {
+      std::size_t in = 0;
+      for (const auto& [id, ids] : model) in += ids.count(n->id);
+      if (n->groups.size() != in) ++wrong;
+    }
+    return wrong;
+  };
+  ASSERT_EQ(check_all(), 0);
+
+  checking_readers<flavor::memb> readers(2, [&](std::uint64_t i, const read_guard<flavor::memb>& guard) {
+    const nh_group* g = t.find<group_ids>(guard, 1000 + i % kGroups);
+    bool poisoned = false;
+    int steps = 0;
+    if (g != nullptr) {
+      poisoned = g->poison.load(std::memory_order_relaxed) != kAlive;
+      for (const nexthop& n : g->members.rcu_range()) {
+        poisoned |= n.poison.load(std::memory_order_relaxed) != kAlive;
+        if (++steps > kPerGroup) break;  // never more members than joined: counted as poisoned
+      }
+      poisoned |= steps > kPerGroup;
+    }
+    return lookup_outcome{.missed = false, .poisoned = poisoned};  // groups go: a miss is expected
+  });
+
+  long wrong_members = 0;
+  long wrong_batches = 0;
+  unsigned most_gps = 0;
+  // Groups deleted by themselves: their members stay, in their other groups.
+  for (std::uint64_t gid = 0; gid < kGroupsDeletedFirst; ++gid) {
+    nh_group* g = groups.at(1000 + gid);
+    const batch_stats st = t.unregister(*g);
+    if (st.objects != 1) ++wrong_batches;
+    most_gps = std::max(most_gps, static_cast<unsigned>(st.grace_periods));
+    groups.erase(1000 + gid);
+    model.erase(1000 + gid);
+  }
+  wrong_members += check_all();
+  for (nexthop* n : nhs) {
+    if (n->state() != reg_state::registered) ++wrong_batches;
+  }
+  // Nexthops deleted one by one, in a random order.
+  std::vector<nexthop*> order = nhs;
+  std::shuffle(order.begin(), order.end(), rng);
+  std::size_t groups_deleted_with_members = 0;
+  for (nexthop* n : order) {
+    std::vector<std::uint64_t> emptied;
+    for (auto& [id, ids] : model) {
+      if (ids.erase(n->id) != 0 && ids.empty()) emptied.push_back(id);
+    }
+    const batch_stats st = t.unregister(*n);
+    if (st.objects != 1 + emptied.size()) ++wrong_batches;
+    most_gps = std::max(most_gps, static_cast<unsigned>(st.grace_periods));
+    groups_deleted_with_members += emptied.size();
+    for (std::uint64_t id : emptied) {
+      groups.erase(id);
+      model.erase(id);
+      read_guard<flavor::memb> guard;
+      if (t.find<group_ids>(guard, id) != nullptr) ++wrong_batches;
+    }
+    nhs.erase(std::find(nhs.begin(), nhs.end(), n));
+    wrong_members += check_all();
+  }
+  const lookup_tally seen = readers.stop();
+  EXPECT_GT(seen.lookups, 0);
+  EXPECT_EQ(seen.poisoned, 0);
+  EXPECT_EQ(wrong_members, 0);
+  EXPECT_EQ(wrong_batches, 0);
+  EXPECT_LE(most_gps, 2u);
+  EXPECT_TRUE(groups.empty());
+  EXPECT_EQ(groups_deleted_with_members, kGroups - kGroupsDeletedFirst);
+  EXPECT_EQ(dead.groups.size(), kGroups);
+  EXPECT_EQ(dead.nexthops.size(), kNexthops);
+}
+
+}  // namespace
+}  // namespace rcubatch::test
