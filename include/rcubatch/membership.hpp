@@ -11,15 +11,22 @@
 //     rcubatch::lfht_hook<nh_group> by_id;
 //     rcubatch::member_list<nexthop, &nexthop::groups> members{*this};  // readers may walk it
 //   };
+//   using nexthop_ids = rcubatch::lfht_index<nexthop, &nexthop::by_id, rcubatch::key_member<&nexthop::id>>;
+//   using group_ids = rcubatch::lfht_index<nh_group, &nh_group::by_id, rcubatch::key_member<&nh_group::id>>;
 //   struct group_policy : rcubatch::indexed<nh_group, group_ids>,
 //                         rcubatch::having_members<&nh_group::members,
 //                                                  &rcubatch::queue_when_empty<&nh_group::members>> {};
-//   rcubatch::registry<group_policy, rcubatch::indexed<nexthop, nexthop_ids>> table;
-//   table.add(*nh); table.add(*g);
-//   { std::scoped_lock lock(table.writer_lock()); g->members.join(*nh); }   // one edge: g → nh
-//   table.unregister(*nh);   // nh leaves every group; a group left empty goes in the same batch
-//   table.unregister(*g);    // g's edges go; its members stay registered
 //   (compiled in tests/header_examples_test.cpp)
+//
+//   rcubatch::registry<group_policy, rcubatch::indexed<nexthop, nexthop_ids>> table;
+//   table.add(*nh); table.add(*nh2); table.add(*g);
+//   { std::scoped_lock lock(table.writer_lock()); g->members.join(*nh); g->members.join(*nh2); }
+//   table.unregister(*nh);    // nh leaves every group it is in (g keeps nh2)
+//   table.unregister(*nh2);   // g, left with no member, goes in nh2's batch: ≤ 2 grace periods
+//   (compiled in tests/header_examples_test.cpp)
+//
+// Deleting a group (table.unregister(*g)) drops its edges; its members stay registered, in their
+// other groups.
 //
 // Linux's nexthop groups are the model (net/ipv4/nexthop.c: a group holds one nh_grp_entry per
 // member, and each nexthop a list of the entries naming it; deleting a nexthop removes its entries

@@ -56,9 +56,11 @@
 // the parent is destroyed after the child. A reader that found a parent may walk its children
 // inside the same read section with rcu_range() (issue 37):
 //
-//   rcubatch::read_guard<flavor::memb> guard;
-//   if (const session* s = table.find<session_ids>(guard, 7))
-//     for (const stream& st : s->streams.rcu_range()) use(st);   // never a destroyed stream
+//   std::vector<std::uint64_t> seen;
+//   rcubatch::read_guard<> guard;
+//   if (const session* found = table.find<session_ids>(guard, std::uint64_t{1}))
+//     for (const stream& child : found->streams.rcu_range()) seen.push_back(child.id);  // never a destroyed one
+//   (compiled in tests/header_examples_test.cpp)
 //
 // Why a list of our own for readers, next to the Boost.Intrusive one: Boost.Intrusive's list is
 // not RCU-safe — unlink and push_back write neighbours' pointers with plain stores in an order
