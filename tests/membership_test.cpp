@@ -12,12 +12,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <latch>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <random>
 #include <set>
+#include <thread>
 #include <vector>
 
 #include "support/checking_readers.hpp"
@@ -172,6 +174,45 @@ TEST_F(membership, join_refuses_a_member_twice_and_an_object_never_added_and_cha
   EXPECT_EQ(t.unregister(*a).objects, 2u);  // g left empty
 }
 
+TEST_F(membership, a_reader_standing_on_a_groups_first_member_walks_on_to_the_end_while_the_group_is_deleted) {
+  // The reader stops on the first edge of g, inside its read section; the writer deletes g (its
+  // unlist unlinks and retires every edge) and then waits in grace period #1 for the reader; the
+  // reader, once g is unregistering, walks on: every member is still there, through edges the
+  // batch has not freed yet.
+  watchdog dog(std::chrono::seconds(60), "a reader mid-walk while its group is deleted");
+  table t(domain);
+  std::vector<nexthop*> nhs;
+  auto* g = new nh_group(10);
+  ASSERT_TRUE(t.add(*g));
+  for (std::uint64_t i = 1; i <= 3; ++i) {
+    nhs.push_back(new nexthop(i));
+    ASSERT_TRUE(t.add(*nhs.back()));
+    ASSERT_TRUE(join(t, *g, *nhs.back()));
+  }
+  std::latch standing(1);
+  std::vector<std::uint64_t> walked;
+  std::thread reader([&] {
+    thread_registration<flavor::memb> r;
+    read_guard<flavor::memb> guard;
+    const nh_group* found = t.find<group_ids>(guard, std::uint64_t{10});
+    auto range = found->members.rcu_range();
+    auto it = range.begin();
+    walked.push_back(it->id);
+    standing.count_down();
+    while (found->state() == reg_state::registered) std::this_thread::yield();  // the writer's unlist ran
+    for (++it; it != range.end(); ++it) walked.push_back(it->id);
+  });
+  standing.wait();
+  EXPECT_EQ(t.unregister(*g).objects, 1u);  // waits for the reader in its grace period
+  reader.join();
+  EXPECT_EQ(walked, (std::vector<std::uint64_t>{1, 2, 3}));
+  for (nexthop* n : nhs) {
+    EXPECT_EQ(n->state(), reg_state::registered);
+    EXPECT_TRUE(n->groups.empty());
+  }
+  EXPECT_EQ(t.unregister_many(nhs).objects, 3u);
+}
+
 TEST_F(membership, a_thousand_groups_of_eight_from_64_nexthops_empty_and_go_as_linux_deletes_them_under_two_readers) {
   // 1,000 groups × 8 distinct members drawn from 64 nexthops. 2 readers find groups by id and walk
   // their members throughout. First 100 groups are deleted (their members stay, in their other
@@ -218,8 +259,12 @@ TEST_F(membership, a_thousand_groups_of_eight_from_64_nexthops_empty_and_go_as_l
   };
   ASSERT_EQ(check_all(), 0);
 
+  // Every other walk is of the group the writer is about to touch (published before each delete),
+  // so walks overlap the unlinks; the rest sweep all groups.
+  std::atomic<std::uint64_t> hot{1000};
   checking_readers<flavor::memb> readers(2, [&](std::uint64_t i, const read_guard<flavor::memb>& guard) {
-    const nh_group* g = t.find<group_ids>(guard, 1000 + i % kGroups);
+    const std::uint64_t id = i % 2 == 0 ? hot.load(std::memory_order_relaxed) : 1000 + i % kGroups;
+    const nh_group* g = t.find<group_ids>(guard, id);
     bool poisoned = false;
     int steps = 0;
     if (g != nullptr) {
@@ -239,6 +284,7 @@ TEST_F(membership, a_thousand_groups_of_eight_from_64_nexthops_empty_and_go_as_l
   // Groups deleted by themselves: their members stay, in their other groups.
   for (std::uint64_t gid = 0; gid < kGroupsDeletedFirst; ++gid) {
     nh_group* g = groups.at(1000 + gid);
+    hot.store(g->id, std::memory_order_relaxed);
     const batch_stats st = t.unregister(*g);
     if (st.objects != 1) ++wrong_batches;
     most_gps = std::max(most_gps, static_cast<unsigned>(st.grace_periods));
@@ -255,6 +301,13 @@ TEST_F(membership, a_thousand_groups_of_eight_from_64_nexthops_empty_and_go_as_l
   std::size_t groups_deleted_with_members = 0;
   for (nexthop* n : order) {
     std::vector<std::uint64_t> emptied;
+    bool hot_set = false;
+    for (auto& [id, ids] : model) {
+      if (ids.count(n->id) != 0 && !hot_set) {
+        hot.store(id, std::memory_order_relaxed);  // a group n is leaving
+        hot_set = true;
+      }
+    }
     for (auto& [id, ids] : model) {
       if (ids.erase(n->id) != 0 && ids.empty()) emptied.push_back(id);
     }

@@ -14,9 +14,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <latch>
 #include <memory>
 #include <mutex>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "support/checking_readers.hpp"
@@ -97,6 +99,47 @@ TEST(owned_readers, a_walk_at_rest_yields_the_children_in_add_order_without_the_
   EXPECT_EQ(walk_ids(*s), (std::vector<std::uint64_t>{1, 3, 9}));
   EXPECT_EQ(walk_ids(*s), writer_ids(*s));
   EXPECT_EQ(t.unregister(*s).objects, 4u);
+  g_dead = nullptr;
+}
+
+TEST(owned_readers, a_reader_standing_on_a_child_being_deleted_walks_on_to_its_successors) {
+  // The reader stops on the first child, inside its read section; the writer deletes that child
+  // (its unlist takes it out of the chain) and waits in grace period #1 for the reader; the
+  // reader, once the child is unregistering, walks on from it: the children after it are all seen.
+  watchdog dog(std::chrono::seconds(60), "a reader mid-walk while its child is deleted");
+  thread_registration<flavor::memb> self;
+  grace_domain<flavor::memb> domain;
+  table t(domain);
+  std::vector<std::unique_ptr<stream>> dead;
+  dead.reserve(4);
+  g_dead = &dead;
+  auto* s = new session(1);
+  ASSERT_TRUE(t.add(*s));
+  std::vector<stream*> c;
+  for (std::uint64_t i = 1; i <= 3; ++i) {
+    c.push_back(new stream(i));
+    c.back()->owner.set_parent(*s);
+    ASSERT_TRUE(t.add(*c.back()));
+  }
+  std::latch standing(1);
+  std::vector<std::uint64_t> walked;
+  std::thread reader([&] {
+    thread_registration<flavor::memb> r;
+    read_guard<flavor::memb> guard;
+    const session* found = t.find<session_ids>(guard, std::uint64_t{1});
+    auto range = found->streams.rcu_range();
+    auto it = range.begin();
+    walked.push_back(it->id);
+    standing.count_down();
+    while (it->state() == reg_state::registered) std::this_thread::yield();  // the writer's unlist ran
+    for (++it; it != range.end(); ++it) walked.push_back(it->id);
+  });
+  standing.wait();
+  EXPECT_EQ(t.unregister(*c[0]).objects, 1u);  // waits for the reader in its grace period
+  reader.join();
+  EXPECT_EQ(walked, (std::vector<std::uint64_t>{1, 2, 3}));
+  EXPECT_EQ(walk_ids(*s), (std::vector<std::uint64_t>{2, 3}));
+  EXPECT_EQ(t.unregister(*s).objects, 3u);
   g_dead = nullptr;
 }
 
