@@ -174,6 +174,38 @@ TEST_F(membership, join_refuses_a_member_twice_and_an_object_never_added_and_cha
   EXPECT_EQ(t.unregister(*a).objects, 2u);  // g left empty
 }
 
+/// A group policy that forgot having_members<>: its groups' edges would outlive them.
+struct groups_without_members : indexed<nh_group, group_ids> {
+  void destroy(nh_group* g) noexcept { group_policy{}.destroy(g); }
+};
+
+TEST_F(membership, a_group_with_members_whose_policy_declares_no_having_members_is_refused_before_anything_changes) {
+  basic_registry<flavor::memb, std::mutex, groups_without_members, nexthop_policy> t(domain);
+  auto* a = new nexthop(1);
+  auto* g = new nh_group(10);
+  ASSERT_TRUE(t.add(*a));
+  ASSERT_TRUE(t.add(*g));
+  {
+    std::scoped_lock lock(t.writer_lock());
+    ASSERT_TRUE(g->members.join(*a));
+  }
+  misuse_capture cap;
+  scoped_misuse_policy p(misuse_policy::report, cap);
+  EXPECT_TRUE(t.unregister(*g).refused);
+  EXPECT_EQ(cap.last_kind, misuse_kind::not_in_batch);
+  EXPECT_EQ(g->state(), reg_state::registered);
+  EXPECT_EQ(g->members.size(), 1u);
+  EXPECT_TRUE(dead.groups.empty());
+  // Torn down with the primitives (this registry refuses g): the member goes (no relation here,
+  // so its edge stays in g's list), then g, whose member_list frees the edge at its destruction.
+  EXPECT_EQ(t.unregister(*a).objects, 1u);
+  std::scoped_lock lock(t.writer_lock());
+  unreg_queue<nh_group> q;
+  ASSERT_TRUE(q.push(*g));
+  EXPECT_EQ(rollback_many(q, t.policy<groups_without_members>(), t.domain()).objects, 1u);
+  EXPECT_EQ(dead.groups.size(), 1u);
+}
+
 TEST_F(membership, a_reader_standing_on_a_groups_first_member_walks_on_to_the_end_while_the_group_is_deleted) {
   // The reader stops on the first edge of g, inside its read section; the writer deletes g (its
   // unlist unlinks and retires every edge) and then waits in grace period #1 for the reader; the
