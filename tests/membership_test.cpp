@@ -12,17 +12,16 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <latch>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <random>
 #include <set>
-#include <thread>
 #include <vector>
 
 #include "support/checking_readers.hpp"
+#include "support/mid_walk_reader.hpp"
 #include "support/misuse_capture.hpp"
 #include "support/objects.hpp"
 #include "support/watchdog.hpp"
@@ -72,10 +71,7 @@ using table = basic_registry<flavor::memb, std::mutex, group_policy, nexthop_pol
 
 /// The ids of a group's members, walked as a reader walks them.
 std::set<std::uint64_t> member_ids(const nh_group& g) {
-  read_guard<flavor::memb> guard;
-  std::set<std::uint64_t> ids;
-  for (const nexthop& n : g.members.rcu_range()) ids.insert(n.id);
-  return ids;
+  return ids_walked<flavor::memb, std::set<std::uint64_t>>([&] { return g.members.rcu_range(); });
 }
 
 struct membership : ::testing::Test {
@@ -88,26 +84,32 @@ struct membership : ::testing::Test {
   thread_registration<flavor::memb> self;
   grace_domain<flavor::memb> domain;
   graveyard dead;
+  table t{domain};
 
-  static bool join(table& t, nh_group& g, nexthop& n) {
+  bool join(nh_group& g, nexthop& n) {
     std::scoped_lock lock(t.writer_lock());
     return g.members.join(n);
+  }
+  nexthop* add_nexthop(std::uint64_t id) {
+    auto* n = new nexthop(id);
+    EXPECT_TRUE(t.add(*n));
+    return n;
+  }
+  /// Adds a group with these members, joined in this order.
+  nh_group* add_group(std::uint64_t id, std::initializer_list<nexthop*> members) {
+    auto* g = new nh_group(id);
+    EXPECT_TRUE(t.add(*g));
+    for (nexthop* n : members) EXPECT_TRUE(join(*g, *n));
+    return g;
   }
 };
 
 TEST_F(membership, deleting_a_member_leaves_every_group_and_deletes_the_groups_it_leaves_empty_in_the_same_batch) {
-  table t(domain);
-  auto* a = new nexthop(1);
-  auto* b = new nexthop(2);
-  auto* c = new nexthop(3);
-  auto* g1 = new nh_group(10);
-  auto* g2 = new nh_group(20);
-  for (auto* n : {a, b, c}) ASSERT_TRUE(t.add(*n));
-  for (auto* g : {g1, g2}) ASSERT_TRUE(t.add(*g));
-  ASSERT_TRUE(join(t, *g1, *a));
-  ASSERT_TRUE(join(t, *g1, *b));
-  ASSERT_TRUE(join(t, *g2, *b));
-  ASSERT_TRUE(join(t, *g2, *c));
+  nexthop* a = add_nexthop(1);
+  nexthop* b = add_nexthop(2);
+  nexthop* c = add_nexthop(3);
+  nh_group* g1 = add_group(10, {a, b});
+  nh_group* g2 = add_group(20, {b, c});
   EXPECT_EQ(b->groups.size(), 2u);
   // b leaves both groups; neither is left empty.
   batch_stats st = t.unregister(*b);
@@ -131,16 +133,10 @@ TEST_F(membership, deleting_a_member_leaves_every_group_and_deletes_the_groups_i
 }
 
 TEST_F(membership, deleting_a_group_leaves_its_members_registered_and_in_their_other_groups) {
-  table t(domain);
-  auto* a = new nexthop(1);
-  auto* b = new nexthop(2);
-  auto* g1 = new nh_group(10);
-  auto* g2 = new nh_group(20);
-  for (auto* n : {a, b}) ASSERT_TRUE(t.add(*n));
-  for (auto* g : {g1, g2}) ASSERT_TRUE(t.add(*g));
-  ASSERT_TRUE(join(t, *g1, *a));
-  ASSERT_TRUE(join(t, *g1, *b));
-  ASSERT_TRUE(join(t, *g2, *b));
+  nexthop* a = add_nexthop(1);
+  nexthop* b = add_nexthop(2);
+  nh_group* g1 = add_group(10, {a, b});
+  nh_group* g2 = add_group(20, {b});
   const batch_stats st = t.unregister(*g1);
   EXPECT_EQ(st.objects, 1u);
   EXPECT_TRUE(a->groups.empty());
@@ -155,18 +151,14 @@ TEST_F(membership, deleting_a_group_leaves_its_members_registered_and_in_their_o
 }
 
 TEST_F(membership, join_refuses_a_member_twice_and_an_object_never_added_and_changes_nothing) {
-  table t(domain);
-  auto* a = new nexthop(1);
-  auto* g = new nh_group(10);
-  ASSERT_TRUE(t.add(*a));
-  ASSERT_TRUE(t.add(*g));
-  ASSERT_TRUE(join(t, *g, *a));
+  nexthop* a = add_nexthop(1);
+  nh_group* g = add_group(10, {a});
   misuse_capture cap;
   scoped_misuse_policy p(misuse_policy::report, cap);
-  EXPECT_FALSE(join(t, *g, *a));
+  EXPECT_FALSE(join(*g, *a));
   EXPECT_EQ(cap.last_kind, misuse_kind::register_twice);
   nexthop stranger(2);
-  EXPECT_FALSE(join(t, *g, stranger));
+  EXPECT_FALSE(join(*g, stranger));
   EXPECT_EQ(cap.last_kind, misuse_kind::not_registered);
   EXPECT_EQ(cap.calls, 2);
   EXPECT_EQ(g->members.size(), 1u);
@@ -180,29 +172,29 @@ struct groups_without_members : indexed<nh_group, group_ids> {
 };
 
 TEST_F(membership, a_group_with_members_whose_policy_declares_no_having_members_is_refused_before_anything_changes) {
-  basic_registry<flavor::memb, std::mutex, groups_without_members, nexthop_policy> t(domain);
+  basic_registry<flavor::memb, std::mutex, groups_without_members, nexthop_policy> forgetful(domain);
   auto* a = new nexthop(1);
   auto* g = new nh_group(10);
-  ASSERT_TRUE(t.add(*a));
-  ASSERT_TRUE(t.add(*g));
+  ASSERT_TRUE(forgetful.add(*a));
+  ASSERT_TRUE(forgetful.add(*g));
   {
-    std::scoped_lock lock(t.writer_lock());
+    std::scoped_lock lock(forgetful.writer_lock());
     ASSERT_TRUE(g->members.join(*a));
   }
   misuse_capture cap;
   scoped_misuse_policy p(misuse_policy::report, cap);
-  EXPECT_TRUE(t.unregister(*g).refused);
+  EXPECT_TRUE(forgetful.unregister(*g).refused);
   EXPECT_EQ(cap.last_kind, misuse_kind::not_in_batch);
   EXPECT_EQ(g->state(), reg_state::registered);
   EXPECT_EQ(g->members.size(), 1u);
   EXPECT_TRUE(dead.groups.empty());
   // Torn down with the primitives (this registry refuses g): the member goes (no relation here,
   // so its edge stays in g's list), then g, whose member_list frees the edge at its destruction.
-  EXPECT_EQ(t.unregister(*a).objects, 1u);
-  std::scoped_lock lock(t.writer_lock());
+  EXPECT_EQ(forgetful.unregister(*a).objects, 1u);
+  std::scoped_lock lock(forgetful.writer_lock());
   unreg_queue<nh_group> q;
   ASSERT_TRUE(q.push(*g));
-  EXPECT_EQ(rollback_many(q, t.policy<groups_without_members>(), t.domain()).objects, 1u);
+  EXPECT_EQ(rollback_many(q, forgetful.policy<groups_without_members>(), forgetful.domain()).objects, 1u);
   EXPECT_EQ(dead.groups.size(), 1u);
 }
 
@@ -212,32 +204,15 @@ TEST_F(membership, a_reader_standing_on_a_groups_first_member_walks_on_to_the_en
   // reader, once g is unregistering, walks on: every member is still there, through edges the
   // batch has not freed yet.
   watchdog dog(std::chrono::seconds(60), "a reader mid-walk while its group is deleted");
-  table t(domain);
-  std::vector<nexthop*> nhs;
-  auto* g = new nh_group(10);
-  ASSERT_TRUE(t.add(*g));
-  for (std::uint64_t i = 1; i <= 3; ++i) {
-    nhs.push_back(new nexthop(i));
-    ASSERT_TRUE(t.add(*nhs.back()));
-    ASSERT_TRUE(join(t, *g, *nhs.back()));
-  }
-  std::latch standing(1);
-  std::vector<std::uint64_t> walked;
-  std::thread reader([&] {
-    thread_registration<flavor::memb> r;
-    read_guard<flavor::memb> guard;
-    const nh_group* found = t.find<group_ids>(guard, std::uint64_t{10});
-    auto range = found->members.rcu_range();
-    auto it = range.begin();
-    walked.push_back(it->id);
-    standing.count_down();
-    while (found->state() == reg_state::registered) std::this_thread::yield();  // the writer's unlist ran
-    for (++it; it != range.end(); ++it) walked.push_back(it->id);
-  });
-  standing.wait();
+  const std::vector<nexthop*> nhs{add_nexthop(1), add_nexthop(2), add_nexthop(3)};
+  nh_group* g = add_group(10, {nhs[0], nhs[1], nhs[2]});
+  mid_walk_reader<flavor::memb> reader(
+      [&](const read_guard<flavor::memb>& guard) {
+        return t.find<group_ids>(guard, std::uint64_t{10})->members.rcu_range();
+      },
+      [&] { return g->state() != reg_state::registered; });  // the writer's unlist ran
   EXPECT_EQ(t.unregister(*g).objects, 1u);  // waits for the reader in its grace period
-  reader.join();
-  EXPECT_EQ(walked, (std::vector<std::uint64_t>{1, 2, 3}));
+  EXPECT_EQ(reader.join(), (std::vector<std::uint64_t>{1, 2, 3}));
   for (nexthop* n : nhs) {
     EXPECT_EQ(n->state(), reg_state::registered);
     EXPECT_TRUE(n->groups.empty());
@@ -256,23 +231,18 @@ TEST_F(membership, a_thousand_groups_of_eight_from_64_nexthops_empty_and_go_as_l
   constexpr int kPerGroup = 8;
   constexpr std::uint64_t kGroupsDeletedFirst = 100;
   watchdog dog(std::chrono::seconds(240), "nexthop groups under readers");
-  table t(domain);
   std::mt19937 rng(37);
   std::vector<nexthop*> nhs;
-  for (std::uint64_t i = 0; i < kNexthops; ++i) {
-    nhs.push_back(new nexthop(i));
-    ASSERT_TRUE(t.add(*nhs.back()));
-  }
+  for (std::uint64_t i = 0; i < kNexthops; ++i) nhs.push_back(add_nexthop(i));
   std::map<std::uint64_t, nh_group*> groups;                 // the live ones
   std::map<std::uint64_t, std::set<std::uint64_t>> model;    // group id → member ids
   std::vector<std::uint64_t> pool(kNexthops);
   for (std::uint64_t i = 0; i < kNexthops; ++i) pool[i] = i;
   for (std::uint64_t gid = 0; gid < kGroups; ++gid) {
-    auto* g = new nh_group(1000 + gid);
-    ASSERT_TRUE(t.add(*g));
+    nh_group* g = add_group(1000 + gid, {});
     std::shuffle(pool.begin(), pool.end(), rng);
     for (int k = 0; k < kPerGroup; ++k) {
-      ASSERT_TRUE(join(t, *g, *nhs[pool[k]]));
+      ASSERT_TRUE(join(*g, *nhs[pool[k]]));
       model[g->id].insert(pool[k]);
     }
     groups[g->id] = g;

@@ -14,14 +14,13 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <latch>
 #include <memory>
 #include <mutex>
 #include <random>
-#include <thread>
 #include <vector>
 
 #include "support/checking_readers.hpp"
+#include "support/mid_walk_reader.hpp"
 #include "support/objects.hpp"
 #include "support/watchdog.hpp"
 
@@ -61,10 +60,7 @@ using table = basic_registry<flavor::memb, std::mutex, session_policy, stream_po
 
 /// The ids of the children a reader's walk yields, at rest.
 std::vector<std::uint64_t> walk_ids(const session& s) {
-  read_guard<flavor::memb> guard;
-  std::vector<std::uint64_t> ids;
-  for (const stream& st : s.streams.rcu_range()) ids.push_back(st.id);
-  return ids;
+  return ids_walked<flavor::memb, std::vector<std::uint64_t>>([&] { return s.streams.rcu_range(); });
 }
 /// The ids of the children in the writer's view.
 std::vector<std::uint64_t> writer_ids(const session& s) {
@@ -73,77 +69,67 @@ std::vector<std::uint64_t> writer_ids(const session& s) {
   return ids;
 }
 
-TEST(owned_readers, a_walk_at_rest_yields_the_children_in_add_order_without_the_deleted_ones) {
+/// A registry on real memb grace periods, its destroyed children kept until the test ends.
+struct owned_readers : ::testing::Test {
+  owned_readers() {
+    dead.reserve(kMostDestroyed);
+    g_dead = &dead;
+  }
+  ~owned_readers() override { g_dead = nullptr; }
+  static constexpr std::size_t kMostDestroyed = 16'000;
   thread_registration<flavor::memb> self;
   grace_domain<flavor::memb> domain;
-  table t(domain);
+  table t{domain};
   std::vector<std::unique_ptr<stream>> dead;
-  dead.reserve(8);
-  g_dead = &dead;
-  auto* s = new session(1);
-  ASSERT_TRUE(t.add(*s));
-  std::vector<stream*> c;
-  for (std::uint64_t i = 0; i < 5; ++i) {
-    c.push_back(new stream(i));
-    c.back()->owner.set_parent(*s);
-    ASSERT_TRUE(t.add(*c.back()));
+
+  /// Adds a session and `n` children with ids first, first + 1, ...; returns them.
+  session* open(std::uint64_t first, std::uint64_t n, std::vector<stream*>& children) {
+    auto* s = new session(1);
+    EXPECT_TRUE(t.add(*s));
+    for (std::uint64_t i = first; i < first + n; ++i) children.push_back(add_child(*s, i));
+    return s;
   }
+  stream* add_child(session& s, std::uint64_t id) {
+    auto* st = new stream(id);
+    st->owner.set_parent(s);
+    EXPECT_TRUE(t.add(*st));
+    return st;
+  }
+};
+
+TEST_F(owned_readers, a_walk_at_rest_yields_the_children_in_add_order_without_the_deleted_ones) {
+  std::vector<stream*> c;
+  session* s = open(0, 5, c);
   EXPECT_EQ(walk_ids(*s), (std::vector<std::uint64_t>{0, 1, 2, 3, 4}));
   // The head, a middle one and the tail: each unlink path once.
   const std::vector<stream*> doomed{c[0], c[2], c[4]};
   EXPECT_EQ(t.unregister_many(doomed).objects, 3u);
   EXPECT_EQ(walk_ids(*s), (std::vector<std::uint64_t>{1, 3}));
-  auto* late = new stream(9);
-  late->owner.set_parent(*s);
-  ASSERT_TRUE(t.add(*late));  // linked after the new tail
+  add_child(*s, 9);  // linked after the new tail
   EXPECT_EQ(walk_ids(*s), (std::vector<std::uint64_t>{1, 3, 9}));
   EXPECT_EQ(walk_ids(*s), writer_ids(*s));
   EXPECT_EQ(t.unregister(*s).objects, 4u);
-  g_dead = nullptr;
 }
 
-TEST(owned_readers, a_reader_standing_on_a_child_being_deleted_walks_on_to_its_successors) {
+TEST_F(owned_readers, a_reader_standing_on_a_child_being_deleted_walks_on_to_its_successors) {
   // The reader stops on the first child, inside its read section; the writer deletes that child
   // (its unlist takes it out of the chain) and waits in grace period #1 for the reader; the
   // reader, once the child is unregistering, walks on from it: the children after it are all seen.
   watchdog dog(std::chrono::seconds(60), "a reader mid-walk while its child is deleted");
-  thread_registration<flavor::memb> self;
-  grace_domain<flavor::memb> domain;
-  table t(domain);
-  std::vector<std::unique_ptr<stream>> dead;
-  dead.reserve(4);
-  g_dead = &dead;
-  auto* s = new session(1);
-  ASSERT_TRUE(t.add(*s));
   std::vector<stream*> c;
-  for (std::uint64_t i = 1; i <= 3; ++i) {
-    c.push_back(new stream(i));
-    c.back()->owner.set_parent(*s);
-    ASSERT_TRUE(t.add(*c.back()));
-  }
-  std::latch standing(1);
-  std::vector<std::uint64_t> walked;
-  std::thread reader([&] {
-    thread_registration<flavor::memb> r;
-    read_guard<flavor::memb> guard;
-    const session* found = t.find<session_ids>(guard, std::uint64_t{1});
-    auto range = found->streams.rcu_range();
-    auto it = range.begin();
-    walked.push_back(it->id);
-    standing.count_down();
-    while (it->state() == reg_state::registered) std::this_thread::yield();  // the writer's unlist ran
-    for (++it; it != range.end(); ++it) walked.push_back(it->id);
-  });
-  standing.wait();
+  session* s = open(1, 3, c);
+  mid_walk_reader<flavor::memb> reader(
+      [&](const read_guard<flavor::memb>& guard) {
+        return t.find<session_ids>(guard, std::uint64_t{1})->streams.rcu_range();
+      },
+      [&] { return c[0]->state() != reg_state::registered; });  // the writer's unlist ran
   EXPECT_EQ(t.unregister(*c[0]).objects, 1u);  // waits for the reader in its grace period
-  reader.join();
-  EXPECT_EQ(walked, (std::vector<std::uint64_t>{1, 2, 3}));
+  EXPECT_EQ(reader.join(), (std::vector<std::uint64_t>{1, 2, 3}));
   EXPECT_EQ(walk_ids(*s), (std::vector<std::uint64_t>{2, 3}));
   EXPECT_EQ(t.unregister(*s).objects, 3u);
-  g_dead = nullptr;
 }
 
-TEST(owned_readers, two_readers_walking_a_parents_children_never_see_a_destroyed_child_while_a_writer_adds_and_deletes) {
+TEST_F(owned_readers, two_readers_walking_a_parents_children_never_see_a_destroyed_child_while_a_writer_adds_and_deletes) {
   // 2 readers find the session and walk its children in a read_guard, over and over, while the
   // writer runs kRounds rounds of: add kPerRound children, delete kPerRound children picked at
   // random among the live ones (head, middle and tail alike) in one batch. Every walk must end,
@@ -151,24 +137,11 @@ TEST(owned_readers, two_readers_walking_a_parents_children_never_see_a_destroyed
   constexpr int kRounds = 2000;
   constexpr int kPerRound = 8;
   constexpr std::uint64_t kStart = 32;
+  static_assert(kRounds * kPerRound <= kMostDestroyed);
   watchdog dog(std::chrono::seconds(240), "readers walking owned children under a writer");
-  thread_registration<flavor::memb> self;
-  grace_domain<flavor::memb> domain;
-  table t(domain);
-  std::vector<std::unique_ptr<stream>> dead;
-  dead.reserve(kRounds * kPerRound);
-  g_dead = &dead;
-  auto* s = new session(1);
-  ASSERT_TRUE(t.add(*s));
   std::vector<stream*> live;
-  std::uint64_t next_id = 0;
-  auto add_child = [&] {
-    auto* st = new stream(next_id++);
-    st->owner.set_parent(*s);
-    ASSERT_TRUE(t.add(*st));
-    live.push_back(st);
-  };
-  for (std::uint64_t i = 0; i < kStart; ++i) add_child();
+  session* s = open(0, kStart, live);
+  std::uint64_t next_id = kStart;
   constexpr long kEverAdded = kStart + kRounds * kPerRound;
   std::atomic<long> longest_walk{0};
   checking_readers<flavor::memb> readers(2, [&](std::uint64_t, const read_guard<flavor::memb>& guard) {
@@ -188,7 +161,7 @@ TEST(owned_readers, two_readers_walking_a_parents_children_never_see_a_destroyed
   });
   std::mt19937 rng(37);
   for (int round = 0; round < kRounds; ++round) {
-    for (int i = 0; i < kPerRound; ++i) add_child();
+    for (int i = 0; i < kPerRound; ++i) live.push_back(add_child(*s, next_id++));
     std::shuffle(live.begin(), live.end(), rng);
     const std::vector<stream*> doomed(live.end() - kPerRound, live.end());
     live.resize(live.size() - kPerRound);
@@ -204,7 +177,6 @@ TEST(owned_readers, two_readers_walking_a_parents_children_never_see_a_destroyed
   EXPECT_EQ(s->streams.size(), live.size());
   EXPECT_EQ(walk_ids(*s), writer_ids(*s));
   EXPECT_EQ(t.unregister(*s).objects, 1 + live.size());
-  g_dead = nullptr;
 }
 
 }  // namespace

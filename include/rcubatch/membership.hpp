@@ -76,6 +76,7 @@
 #include <boost/intrusive/list.hpp>
 
 #include "rcubatch/batch.hpp"
+#include "rcubatch/detail/rcu_chain.hpp"
 #include "rcubatch/misuse.hpp"
 #include "rcubatch/registrable.hpp"
 #include "rcubatch/retire_node.hpp"
@@ -215,10 +216,8 @@ class member_list {
     }
     auto* e = new edge_type(m, *group_);
     e->prev_in_group_ = last_;
-    if (last_ == nullptr)
-      first_.store(e, std::memory_order_release);
-    else
-      last_->next_in_group_.store(e, std::memory_order_release);
+    std::atomic<edge_type*>& slot = last_ == nullptr ? first_ : last_->next_in_group_;
+    slot.store(e, std::memory_order_release);
     last_ = e;
     ++size_;
     (m.*Groups).list_.push_back(*e);
@@ -231,52 +230,20 @@ class member_list {
   /// Effects: whether no member is left. Requires: as size.
   bool empty() const noexcept { return size_ == 0; }
 
-  /// What rcu_range returns: a forward range over the members (M is Member or const Member).
+  /// How a reader follows the edges (detail/rcu_chain.hpp), yielding their members.
   template <class M>
-  class range {
-   public:
-    /// A forward iterator yielding M& (the member of each edge).
-    class iterator {
-     public:
-      using value_type = Member;                            ///< the members' type
-      using reference = M&;                                 ///< what * yields
-      using pointer = M*;                                   ///< what -> yields
-      using difference_type = std::ptrdiff_t;               ///< as forward iterators require
-      using iterator_category = std::forward_iterator_tag;  ///< forward only
-      iterator() noexcept = default;
-      /// Effects: an iterator on edge `e` (null: the end).
-      explicit iterator(const edge_type* e) noexcept : e_(e) {}
-      /// Effects: the member of the edge it stands on. Requires: not the end.
-      M& operator*() const noexcept { return e_->member(); }
-      /// Effects: as *, by pointer.
-      M* operator->() const noexcept { return &e_->member(); }
-      /// Effects: the next edge (acquire: as its join published it).
-      iterator& operator++() noexcept {
-        e_ = e_->next_in_group_.load(std::memory_order_acquire);
-        return *this;
-      }
-      /// Effects: as ++it, returning the position before.
-      iterator operator++(int) noexcept {
-        iterator before = *this;
-        ++*this;
-        return before;
-      }
-      /// Effects: whether both stand on the same edge (or both at the end).
-      friend bool operator==(const iterator& a, const iterator& b) noexcept { return a.e_ == b.e_; }
-
-     private:
-      const edge_type* e_ = nullptr;
-    };
-    /// Effects: a range from edge `first` (null: empty).
-    explicit range(const edge_type* first) noexcept : first_(first) {}
-    /// Effects: the first member (as loaded when rcu_range was called).
-    iterator begin() const noexcept { return iterator(first_); }
-    /// Effects: the end.
-    iterator end() const noexcept { return iterator(); }
-
-   private:
-    const edge_type* first_;
+  struct chain_step {
+    /// Effects: the next edge (acquire: as its join published it), or null.
+    static const edge_type* next(const edge_type& e) noexcept {
+      return e.next_in_group_.load(std::memory_order_acquire);
+    }
+    /// Effects: the edge's member.
+    static M& value(const edge_type& e) noexcept { return e.member(); }
   };
+  /// What rcu_range returns: a forward range over the members (M is Member or const Member),
+  /// for readers (its contract is rcu_range's).
+  template <class M>
+  using range = detail::rcu_chain_range<const edge_type, M, chain_step<M>>;
 
   /// Effects: the members, in join order: each member linked for the whole walk is visited once;
   /// one joining or leaving during the walk is visited or not; none after its destroy. The walk
@@ -299,10 +266,8 @@ class member_list {
   /// writer's count; e's own next is kept (a reader standing on it goes on).
   void unlink(edge_type& e) noexcept {
     edge_type* const next = e.next_in_group_.load(std::memory_order_relaxed);
-    if (e.prev_in_group_ == nullptr)
-      first_.store(next, std::memory_order_release);
-    else
-      e.prev_in_group_->next_in_group_.store(next, std::memory_order_release);
+    std::atomic<edge_type*>& slot = e.prev_in_group_ == nullptr ? first_ : e.prev_in_group_->next_in_group_;
+    slot.store(next, std::memory_order_release);
     if (next == nullptr)
       last_ = e.prev_in_group_;
     else

@@ -87,6 +87,7 @@
 #include <boost/intrusive/list.hpp>
 
 #include "rcubatch/batch.hpp"
+#include "rcubatch/detail/rcu_chain.hpp"
 #include "rcubatch/misuse.hpp"
 #include "rcubatch/registrable.hpp"
 
@@ -95,6 +96,8 @@ namespace rcubatch {
 namespace detail {
 template <class U>
 registrable_base& base_of(U& obj) noexcept;
+template <class C, auto Hook>
+struct owned_chain_step;
 }  // namespace detail
 
 /// The hook a child embeds: a Boost.Intrusive list node (linked into its parent's owned_list by
@@ -136,7 +139,7 @@ class owner_hook
   template <class, auto>
   friend class owned_list;
   template <class, auto>
-  friend class owned_rcu_range;
+  friend struct detail::owned_chain_step;
   static void mark(Parent& parent) noexcept;
   std::atomic<Parent*> parent_{nullptr};
   // The reader-visible chain (see the file comment): the next child in the parent's list, or
@@ -145,56 +148,19 @@ class owner_hook
   std::atomic<void*> rcu_next_{nullptr};
 };
 
-/// What owned_list::rcu_range returns: a forward range over a parent's children for readers.
-/// C is Child or const Child.
+namespace detail {
+/// How a reader follows the children's chain (detail/rcu_chain.hpp). C: Child or const Child.
 template <class C, auto Hook>
-class owned_rcu_range {
-  using child_type = std::remove_const_t<C>;
-
- public:
-  /// A forward iterator yielding C&; end() is a null child.
-  class iterator {
-   public:
-    using value_type = child_type;                    ///< the children's type
-    using reference = C&;                             ///< what * yields
-    using pointer = C*;                               ///< what -> yields
-    using difference_type = std::ptrdiff_t;           ///< as forward iterators require
-    using iterator_category = std::forward_iterator_tag;  ///< forward only (singly linked)
-    iterator() noexcept = default;
-    /// Effects: an iterator on `c` (null: the end). Throws: nothing.
-    explicit iterator(C* c) noexcept : c_(c) {}
-    /// Effects: the child it stands on. Requires: not the end.
-    C& operator*() const noexcept { return *c_; }
-    /// Effects: the child it stands on. Requires: not the end.
-    C* operator->() const noexcept { return c_; }
-    /// Effects: the next child (acquire: its contents as its link published them).
-    iterator& operator++() noexcept {
-      c_ = static_cast<C*>((c_->*Hook).rcu_next_.load(std::memory_order_acquire));
-      return *this;
-    }
-    /// Effects: as ++it, returning the position before.
-    iterator operator++(int) noexcept {
-      iterator before = *this;
-      ++*this;
-      return before;
-    }
-    /// Effects: whether both stand on the same child (or both at the end).
-    friend bool operator==(const iterator& a, const iterator& b) noexcept { return a.c_ == b.c_; }
-
-   private:
-    C* c_ = nullptr;
-  };
-
-  /// Effects: a range starting at `first` (null: empty). Throws: nothing.
-  explicit owned_rcu_range(C* first) noexcept : first_(first) {}
-  /// Effects: the first child (as loaded when rcu_range was called).
-  iterator begin() const noexcept { return iterator(first_); }
-  /// Effects: the end (a null child).
-  iterator end() const noexcept { return iterator(); }
-
- private:
-  C* first_;
+struct owned_chain_step {
+  static C* next(C& c) noexcept { return static_cast<C*>((c.*Hook).rcu_next_.load(std::memory_order_acquire)); }
+  static C& value(C& c) noexcept { return c; }
 };
+}  // namespace detail
+
+/// What owned_list::rcu_range returns: a forward range over a parent's children, for readers
+/// (its contract is rcu_range's). C is Child or const Child.
+template <class C, auto Hook>
+using owned_rcu_range = detail::rcu_chain_range<C, C, detail::owned_chain_step<C, Hook>>;
 
 namespace detail {
 template <auto List>
@@ -264,17 +230,15 @@ class owned_list {
   template <auto>
   friend struct detail::owned_relation;
 
-  Child* first() const noexcept { return rcu_first_.load(std::memory_order_acquire); }
+  Child* first() const noexcept { return static_cast<Child*>(rcu_first_.load(std::memory_order_acquire)); }
   static std::atomic<void*>& next_of(Child& c) noexcept { return (c.*Hook).rcu_next_; }
 
   /// Requires: the writer lock; c is not linked. Effects: c at the tail of both views; readers
   /// see it once its release store (into the old tail's next, or the head) is visible.
   void link_back(Child& c) noexcept {
     next_of(c).store(nullptr, std::memory_order_relaxed);  // not yet reachable: ordered by the release below
-    if (list_.empty())
-      rcu_first_.store(&c, std::memory_order_release);
-    else
-      next_of(list_.back()).store(&c, std::memory_order_release);
+    std::atomic<void*>& slot = list_.empty() ? rcu_first_ : next_of(list_.back());
+    slot.store(&c, std::memory_order_release);
     list_.push_back(c);
   }
   /// Requires: the writer lock; c is linked here. Effects: c out of both views; its own next is
@@ -282,16 +246,13 @@ class owned_list {
   /// published before, but a reader that loads this store must see it initialized.)
   void unlink(Child& c) noexcept {
     const auto it = list_.iterator_to(c);
-    void* const next = next_of(c).load(std::memory_order_relaxed);
-    if (it == list_.begin())
-      rcu_first_.store(static_cast<Child*>(next), std::memory_order_release);
-    else
-      next_of(*std::prev(it)).store(next, std::memory_order_release);
+    std::atomic<void*>& slot = it == list_.begin() ? rcu_first_ : next_of(*std::prev(it));
+    slot.store(next_of(c).load(std::memory_order_relaxed), std::memory_order_release);
     list_.erase(it);
   }
 
   list_type list_;
-  std::atomic<Child*> rcu_first_{nullptr};  // the readers' head: written under the writer lock
+  std::atomic<void*> rcu_first_{nullptr};  // the readers' head (a Child*, typed as the hooks' next): under the writer lock
 };
 
 namespace detail {
