@@ -150,6 +150,40 @@ TEST_F(membership, deleting_a_group_leaves_its_members_registered_and_in_their_o
   EXPECT_EQ(dead.groups.size(), 2u);
 }
 
+TEST_F(membership, a_group_and_one_of_its_members_deleted_in_one_batch_remove_each_edge_once) {
+  // a is in g1 and g2; g1 and a go in one batch. Within a round the lanes run in the registry's
+  // policy order, so the scenario runs on two registries: the group's unlist first (t), then the
+  // member's (members_first). Every edge is removed once (a second removal: ASan, or the batch's
+  // retired_twice), g2 keeps b, and g1, already in the batch, is not queued again.
+  basic_registry<flavor::memb, std::mutex, nexthop_policy, group_policy> members_first(domain);
+  auto scenario = [&](auto& reg) {
+    auto* a = new nexthop(1);
+    auto* b = new nexthop(2);
+    auto* g1 = new nh_group(10);
+    auto* g2 = new nh_group(20);
+    for (nexthop* n : {a, b}) ASSERT_TRUE(reg.add(*n));
+    for (nh_group* g : {g1, g2}) ASSERT_TRUE(reg.add(*g));
+    {
+      std::scoped_lock lock(reg.writer_lock());
+      for (nh_group* g : {g1, g2})
+        for (nexthop* n : {a, b}) ASSERT_TRUE(g->members.join(*n));
+    }
+    const batch_stats st = reg.unregister_with([&](auto& q) {
+      q.push(*g1);
+      q.push(*a);
+    });
+    EXPECT_EQ(st.objects, 2u);
+    EXPECT_LE(st.grace_periods, 2u);
+    EXPECT_EQ(b->groups.size(), 1u);
+    EXPECT_EQ(member_ids(*g2), std::set<std::uint64_t>{2});
+    EXPECT_EQ(reg.unregister(*b).objects, 2u);  // g2 left empty
+  };
+  scenario(t);
+  scenario(members_first);
+  EXPECT_EQ(dead.groups.size(), 4u);
+  EXPECT_EQ(dead.nexthops.size(), 4u);
+}
+
 TEST_F(membership, join_refuses_a_member_twice_and_an_object_never_added_and_changes_nothing) {
   nexthop* a = add_nexthop(1);
   nh_group* g = add_group(10, {a});
