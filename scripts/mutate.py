@@ -404,6 +404,24 @@ MUTANTS += [  # issue 37: registry semantics, round 2 (each killed by hand on 20
      "    if (found == nullptr) {\n      result.status = replace_status::not_found;",
      "    if (found == nullptr) {\n      result.status = replace_status::refused;",
      rs("try_replace_with_children_by_key_says_not_found_and_leaves_the_new_family_unpublished")),
+    # Issue 37 items 5 and 6: children readers walk, members shared by several parents.
+    ("owned_rcu_unlink_leaves_predecessor", OW,  # the readers' chain keeps an unlinked child
+     "    slot.store(next_of(c).load(std::memory_order_relaxed), std::memory_order_release);\n",
+     "    static_cast<void>(slot);\n",
+     ("owned_readers_test", r"^owned_readers\.")),
+    ("owned_rcu_unlink_clears_next", OW,  # unlinked as a safe_link hook is: a reader on it stops short
+     "    list_.erase(it);\n  }\n\n  list_type list_;",
+     "    next_of(c).store(nullptr, std::memory_order_release);\n    list_.erase(it);\n  }\n\n  list_type list_;",
+     ("owned_readers_test", r"^owned_readers\.owned_readers\.a_reader_standing_on_a_child_being_deleted")),
+    ("membership_member_keeps_its_edges_in_groups", "include/rcubatch/membership.hpp",
+     "    for (edge_type& e : (m.*Groups).list_) (e.group_->*List).unlink(e);", "    static_cast<void>(m);",
+     ("membership_test", r"^membership\.")),
+    ("membership_group_hook_skipped", "include/rcubatch/membership.hpp",
+     "&& !b.contains(g)) Hook(g, b);", "&& !b.contains(g) && false) Hook(g, b);",
+     ("membership_test", r"^membership\.")),
+    ("membership_group_leaves_edges_in_members", "include/rcubatch/membership.hpp",
+     "      of_member.erase(of_member.iterator_to(*e));\n", "",
+     ("membership_test", r"^membership\.")),
 ]
 
 

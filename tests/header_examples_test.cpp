@@ -20,6 +20,7 @@
 #include "rcubatch/counting_flavor.hpp"
 #include "rcubatch/index/hlist_index.hpp"
 #include "rcubatch/index/lfht_index.hpp"
+#include "rcubatch/membership.hpp"
 
 namespace {
 
@@ -508,7 +509,66 @@ TEST(header_examples, owned) {
   EXPECT_TRUE(table.index<session_ids>().empty());
   EXPECT_TRUE(table.index<stream_ids>().empty());
 }
+
+TEST(header_examples, owned_readers) {
+  rcubatch::thread_registration<> reg;
+  rcubatch::registry<session_policy, rcubatch::indexed<stream, stream_ids>> table;
+  auto* s = new session;
+  s->id = 1;
+  auto* st = new stream;
+  st->id = 10;
+  st->owner.set_parent(*s);
+  ASSERT_TRUE(table.add(*s));
+  ASSERT_TRUE(table.add(*st));
+  {
+    std::vector<std::uint64_t> seen;
+    rcubatch::read_guard<> guard;
+    if (const session* found = table.find<session_ids>(guard, std::uint64_t{1}))
+      for (const stream& child : found->streams.rcu_range()) seen.push_back(child.id);  // never a destroyed one
+    EXPECT_EQ(seen, std::vector<std::uint64_t>{10});
+  }
+  EXPECT_EQ(table.unregister(*s).objects, 2u);
+}
 }  // namespace owned_example
+
+// ---- membership.hpp -------------------------------------------------------------------------
+namespace membership_example {
+struct nh_group;
+struct nexthop : rcubatch::registrable<nexthop> {
+  std::uint32_t id;
+  rcubatch::lfht_hook<nexthop> by_id;
+  rcubatch::memberships<nexthop, nh_group> groups;          // the groups it is in (writer side)
+};
+struct nh_group : rcubatch::registrable<nh_group> {
+  std::uint32_t id;
+  rcubatch::lfht_hook<nh_group> by_id;
+  rcubatch::member_list<nexthop, &nexthop::groups> members{*this};  // readers may walk it
+};
+using nexthop_ids = rcubatch::lfht_index<nexthop, &nexthop::by_id, rcubatch::key_member<&nexthop::id>>;
+using group_ids = rcubatch::lfht_index<nh_group, &nh_group::by_id, rcubatch::key_member<&nh_group::id>>;
+struct group_policy : rcubatch::indexed<nh_group, group_ids>,
+                      rcubatch::having_members<&nh_group::members,
+                                               &rcubatch::queue_when_empty<&nh_group::members>> {};
+
+TEST(header_examples, membership) {
+  rcubatch::thread_registration<> reg;
+  auto* nh = new nexthop;
+  nh->id = 1;
+  auto* nh2 = new nexthop;
+  nh2->id = 2;
+  auto* g = new nh_group;
+  g->id = 100;
+
+  rcubatch::registry<group_policy, rcubatch::indexed<nexthop, nexthop_ids>> table;
+  table.add(*nh); table.add(*nh2); table.add(*g);
+  { std::scoped_lock lock(table.writer_lock()); g->members.join(*nh); g->members.join(*nh2); }
+  table.unregister(*nh);    // nh leaves every group it is in (g keeps nh2)
+  table.unregister(*nh2);   // g, left with no member, goes in nh2's batch: ≤ 2 grace periods
+
+  EXPECT_TRUE(table.index<group_ids>().empty());
+  EXPECT_TRUE(table.index<nexthop_ids>().empty());
+}
+}  // namespace membership_example
 
 namespace registry_example {
 struct stream : rcubatch::registrable<stream> {

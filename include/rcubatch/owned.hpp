@@ -53,7 +53,29 @@
 // parent whose policy owns one child type is not checked for a second, undeclared one.)
 //
 // Readers: a reader that found a child (inside a read section) may read child.owner.parent():
-// the parent is destroyed after the child. The lists themselves are writer-side (under the lock).
+// the parent is destroyed after the child. A reader that found a parent may walk its children
+// inside the same read section with rcu_range() (issue 37):
+//
+//   std::vector<std::uint64_t> seen;
+//   rcubatch::read_guard<> guard;
+//   if (const session* found = table.find<session_ids>(guard, std::uint64_t{1}))
+//     for (const stream& child : found->streams.rcu_range()) seen.push_back(child.id);  // never a destroyed one
+//   (compiled in tests/header_examples_test.cpp)
+//
+// Why a list of our own for readers, next to the Boost.Intrusive one: Boost.Intrusive's list is
+// not RCU-safe — unlink and push_back write neighbours' pointers with plain stores in an order
+// readers cannot rely on, and a safe_link unlink nulls the node's own pointers, so a reader
+// standing on it would stop or fault. liburcu's rculist (cds_list_add_tail_rcu/del_rcu) is, but its
+// publish and read are volatile accesses that ThreadSanitizer cannot see as ordering (every walk
+// would be a reported race, or a suppression hiding real ones). So each child also carries one
+// std::atomic "next" pointer, a singly linked chain kept in the Boost list's order: link publishes
+// the child with a release store into its predecessor's next (the Boost list gives the
+// predecessor in O(1), so unlink stays O(1)), unlink stores the child's next into its predecessor
+// and leaves the child's own next as it was, so a reader standing on an unlinked child goes on to
+// its successor. The Boost list stays the writer's view (size, order, iterators), unchanged.
+// An unlinked child is destroyed after a grace period that follows its unlink (the batch that
+// unlinks it, or the async_unregister batch that takes it after submit): a reader never reaches a
+// destroyed child. Writers still change both only under the writer lock, at the points above.
 #pragma once
 
 #include <atomic>
@@ -65,6 +87,7 @@
 #include <boost/intrusive/list.hpp>
 
 #include "rcubatch/batch.hpp"
+#include "rcubatch/detail/rcu_chain.hpp"
 #include "rcubatch/misuse.hpp"
 #include "rcubatch/registrable.hpp"
 
@@ -75,6 +98,8 @@ template <class U>
 registrable_base& base_of(U& obj) noexcept;
 template <auto List>
 struct owned_relation;
+template <class C, auto Hook>
+struct owned_chain_step;
 }  // namespace detail
 
 /// The hook a child embeds: a Boost.Intrusive list node (linked into its parent's owned_list by
@@ -115,9 +140,31 @@ class owner_hook
  private:
   template <auto>
   friend struct detail::owned_relation;  // adopt: a linked child re-pointed to its parent's successor
+  template <class, auto>
+  friend class owned_list;
+  template <class, auto>
+  friend struct detail::owned_chain_step;
   static void mark(Parent& parent) noexcept;
   std::atomic<Parent*> parent_{nullptr};
+  // The reader-visible chain (see the file comment): the next child in the parent's list, or
+  // null. Written under the writer lock (release), read by readers (acquire). void*: the hook
+  // does not know its child type; owned_list<Child, Hook> casts it back.
+  std::atomic<void*> rcu_next_{nullptr};
 };
+
+namespace detail {
+/// How a reader follows the children's chain (detail/rcu_chain.hpp). C: Child or const Child.
+template <class C, auto Hook>
+struct owned_chain_step {
+  static C* next(C& c) noexcept { return static_cast<C*>((c.*Hook).rcu_next_.load(std::memory_order_acquire)); }
+  static C& value(C& c) noexcept { return c; }
+};
+}  // namespace detail
+
+/// What owned_list::rcu_range returns: a forward range over a parent's children, for readers
+/// (its contract is rcu_range's). C is Child or const Child.
+template <class C, auto Hook>
+using owned_rcu_range = detail::rcu_chain_range<C, C, detail::owned_chain_step<C, Hook>>;
 
 namespace detail {
 template <auto List>
@@ -132,7 +179,8 @@ struct hook_member_traits<owner_hook<Parent> Child::*> {
 }  // namespace detail
 
 /// The children of a parent, a member of the parent: Child objects whose owner_hook member Hook
-/// names it. Writer-side: changed by the library under the registry's writer lock, read under it.
+/// names it. Changed by the library under the registry's writer lock. Writers read it under the
+/// lock (begin/end/size/empty); readers walk it inside a read section with rcu_range().
 template <class Child, auto Hook>
 class owned_list {
   using traits = detail::hook_member_traits<decltype(Hook)>;
@@ -168,10 +216,58 @@ class owned_list {
   /// Effects: whether no child is linked. Requires: as begin. Throws: nothing. Complexity: O(1).
   bool empty() const noexcept { return list_.empty(); }
 
+  /// Effects: the children for a reader, in the order they were added: every child linked for the
+  /// whole walk is visited once; a child linked or unlinked during the walk is visited or not;
+  /// none is visited after its destroy. The walk always ends (each step follows a pointer a writer
+  /// stored, towards the tail: a child is linked only at the tail, and an unlinked child is never
+  /// linked again). Requires: the walk and every use of the children it yields lie inside one read
+  /// section of the registry's flavor (read_guard), in which the parent itself was found (or the
+  /// writer lock is held). Thread safety: any number of readers, concurrently with the writer.
+  /// Throws: nothing. Complexity: O(1); the walk O(children).
+  owned_rcu_range<Child, Hook> rcu_range() noexcept { return owned_rcu_range<Child, Hook>(first()); }
+  /// Effects, Requires, Thread safety: as rcu_range(), read-only.
+  owned_rcu_range<const Child, Hook> rcu_range() const noexcept {
+    return owned_rcu_range<const Child, Hook>(first());
+  }
+
  private:
   template <auto>
   friend struct detail::owned_relation;
+
+  Child* first() const noexcept { return static_cast<Child*>(rcu_first_.load(std::memory_order_acquire)); }
+  static std::atomic<void*>& next_of(Child& c) noexcept { return (c.*Hook).rcu_next_; }
+
+  /// Requires: the writer lock; c is not linked. Effects: c at the tail of both views; readers
+  /// see it once its release store (into the old tail's next, or the head) is visible.
+  void link_back(Child& c) noexcept {
+    next_of(c).store(nullptr, std::memory_order_relaxed);  // not yet reachable: ordered by the release below
+    std::atomic<void*>& slot = list_.empty() ? rcu_first_ : next_of(list_.back());
+    slot.store(&c, std::memory_order_release);
+    list_.push_back(c);
+  }
+  /// Requires: the writer lock; c is linked here. Effects: c out of both views; its own next is
+  /// kept, so a reader standing on c goes on to its successor. (release: the successor was
+  /// published before, but a reader that loads this store must see it initialized.)
+  void unlink(Child& c) noexcept {
+    const auto it = list_.iterator_to(c);
+    std::atomic<void*>& slot = it == list_.begin() ? rcu_first_ : next_of(*std::prev(it));
+    slot.store(next_of(c).load(std::memory_order_relaxed), std::memory_order_release);
+    list_.erase(it);
+  }
+
+  /// Requires: the writer lock. Effects: from's children, in order, at the tail of both views of
+  /// this list (O(1)); from has none. A reader walking from's chain goes on through the moved
+  /// children as before (their nexts are unchanged); one walking this list sees them or not.
+  void splice_back(owned_list& from) noexcept {
+    if (from.list_.empty()) return;
+    std::atomic<void*>& slot = list_.empty() ? rcu_first_ : next_of(list_.back());
+    slot.store(from.rcu_first_.load(std::memory_order_relaxed), std::memory_order_release);
+    from.rcu_first_.store(nullptr, std::memory_order_release);
+    list_.splice(list_.end(), from.list_);  // constant_time_size: O(1)
+  }
+
   list_type list_;
+  std::atomic<void*> rcu_first_{nullptr};  // the readers' head (a Child*, typed as the hooks' next): under the writer lock
 };
 
 namespace detail {
@@ -182,6 +278,9 @@ struct owned_relation<List> {
   using child_type = Child;
   using list_type = typename owned_list<Child, Hook>::list_type;
   static list_type& list_of(Parent& p) noexcept { return (p.*List).list_; }
+  /// Requires: the writer lock. Effects: owned_list::link_back / unlink (both views kept in step).
+  static void link(Parent& p, Child& c) noexcept { (p.*List).link_back(c); }
+  static void unlink(Parent& p, Child& c) noexcept { (p.*List).unlink(c); }
   static owner_hook<Parent>& hook_of(Child& c) noexcept { return c.*Hook; }
   /// Requires: the writer lock; `to` took `from`'s place (registry::replace with keep_children).
   /// Effects: from's children, in order, at the end of to's list (an O(1) splice), each hook
@@ -189,7 +288,7 @@ struct owned_relation<List> {
   static void adopt(Parent& from, Parent& to) noexcept {
     list_type& dst = list_of(to);
     const auto first_moved = dst.size();
-    dst.splice(dst.end(), list_of(from));  // constant_time_size: O(1)
+    (to.*List).splice_back(from.*List);
     auto it = dst.begin();
     std::advance(it, static_cast<std::ptrdiff_t>(first_moved));
     for (; it != dst.end(); ++it) hook_of(*it).parent_.store(&to, std::memory_order_release);
@@ -271,7 +370,8 @@ registrable_base& base_of(U& obj) noexcept {
 /// child's type without reflection, so this is a misuse diagnosis rather than a compile error.
 template <class Policy, class U>
 bool children_left_behind(U& obj) noexcept {
-  if constexpr (has_owned_lists<Policy>) {
+  // A policy with members (membership.hpp: having_members<>) deletes its edges: a group's mark.
+  if constexpr (has_owned_lists<Policy> || requires { typename std::remove_cv_t<Policy>::member_lists; }) {
     return false;
   } else {
     return registrable_access::named_as_owner(base_of(obj));
@@ -287,8 +387,7 @@ void unlink_from_owner(typename Rel::child_type& c) noexcept {
   auto& hook = Rel::hook_of(c);
   if (!hook.is_linked()) return;
   typename Rel::parent_type* const p = hook.parent();
-  auto& list = Rel::list_of(*p);
-  list.erase(list.iterator_to(c));
+  Rel::unlink(*p, c);
   registrable_base& parent = base_of(*p);
   std::atomic<registrable_base*>& edge = registrable_access::parent(base_of(c));
   // Edges are recorded under the writer lock (batch::queue runs in notify), and c's release,
@@ -318,7 +417,7 @@ void inherit_owner(typename Rel::child_type& old, typename Rel::child_type& succ
 /// checked by the registry (owner_accepts). Effects: links c at the tail of its parent's list.
 template <class Rel>
 void link_to_owner(typename Rel::child_type& c) noexcept {
-  if (typename Rel::parent_type* const p = Rel::hook_of(c).parent()) Rel::list_of(*p).push_back(c);
+  if (typename Rel::parent_type* const p = Rel::hook_of(c).parent()) Rel::link(*p, c);
 }
 
 /// The notify-phase step of a parent's batch: every child still in each list joins the batch

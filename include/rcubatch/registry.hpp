@@ -1446,15 +1446,7 @@ class basic_registry {
     }
   };
 
-  /// Whether obj (alive) is already going away: registered no more, or in a queue (a batch, a
-  /// reclaimer's, another batch's cascade). Requires: the writer lock, for an exact answer.
-  template <class U>
-  static bool going_away(const U& obj) noexcept {
-    const detail::registrable_base& b = static_cast<const registrable<registrable_type_t<U>>&>(obj);
-    const reg_state st = b.state();
-    return st != reg_state::uninitialized &&
-           (st != reg_state::registered || detail::registrable_access::owner(b) != nullptr);
-  }
+  // going_away(obj): above, beside push_all (one definition for the chunked unlist and issue 37).
   /// Whether the parent child's owner_hook names is going away (a lost race for an add or a replace).
   template <class Rel>
   static bool owner_going_away(typename Rel::child_type& child) noexcept {

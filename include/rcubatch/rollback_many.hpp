@@ -83,6 +83,7 @@
 #include "rcubatch/detail/type_name.hpp"
 #include "rcubatch/detail/writer_lock.hpp"
 #include "rcubatch/grace_domain.hpp"
+#include "rcubatch/membership.hpp"
 #include "rcubatch/owned.hpp"
 #include "rcubatch/policy.hpp"
 #include "rcubatch/ref_drain.hpp"
@@ -269,8 +270,9 @@ batch_stats::duration timed(batch_stats& stats, phase p, F&& f) {
 
 /// One lane: a queue's objects and their policy's hooks; the passes over it call the hooks
 /// directly (no per-object indirection). Owner: the relation through which another lane's
-/// objects own T (owned.hpp), void if none.
-template <class T, class P, class Owner = void>
+/// objects own T (owned.hpp), void if none. Members: the relations in which T is a member of
+/// another lane's objects (membership.hpp), std::tuple<> if none.
+template <class T, class P, class Owner = void, class Members = std::tuple<>>
 class typed_lane : public lane_base {
   using access = registrable_access;
   using iterator = registrable_list::iterator;
@@ -279,7 +281,9 @@ class typed_lane : public lane_base {
   using hooks_type = policy_hooks<P, T>;
   static_assert(hooks_type::check());
   /// Whether the notify phase runs for this lane: the policy's notify, or owned children to queue.
-  static constexpr bool kNotifies = hooks_type::has_notify || has_owned_lists<P>;
+  static constexpr bool kNotifies = hooks_type::has_notify || has_owned_lists<P> || membership_steps<Members>::any;
+  /// Whether unlist unlinks membership edges (membership.hpp): then grace period #1 is never pipelined.
+  static constexpr bool kUnlinksEdges = membership_steps<Members>::any || membership_steps<member_lists_t<P>>::any;
 
   typed_lane(unreg_queue<T>& q, P& p, batch& b) noexcept
       : lane_base(&lane_key<T>, b, queue_access::base(q)), queue_(q), hooks_{p} {
@@ -331,6 +335,11 @@ class typed_lane : public lane_base {
           hooks.unlist(access::downcast<T>(*it));
         // Out of its owner's list (not skipped when unlisted early: a no-op if already out).
         if constexpr (!std::is_void_v<Owner>) unlink_from_owner<Owner>(access::downcast<T>(*it));
+        // Membership edges (membership.hpp): a member leaves its groups, a group drops its edges.
+        if constexpr (kUnlinksEdges) {
+          membership_steps<Members>::leave_groups(access::downcast<T>(*it));
+          membership_steps<member_lists_t<P>>::drop_members(access::downcast<T>(*it), owner_batch());
+        }
         access::set_state(*it, reg_state::unregistering);
         // Unregistration begins: a sharded count becomes its single atomic (sharded_refs.hpp).
         if constexpr (is_sharded_v<T>) sharded_access::run_down(access::downcast<T>(*it));
@@ -350,6 +359,7 @@ class typed_lane : public lane_base {
         for (iterator it = after(notified_);; ++it) {
           batch_access::set_parent(b, &*it);
           if constexpr (has_owned_lists<P>) queue_children<owned_lists_t<P>>::run(access::downcast<T>(*it), b);
+          if constexpr (membership_steps<Members>::any) membership_steps<Members>::notify_groups(access::downcast<T>(*it), b);
           if constexpr (hooks_type::has_notify) hooks_.notify(access::downcast<T>(*it), b);
           if (it == stop) break;
         }
@@ -704,7 +714,8 @@ class rollback_engine {
   /// ran just now and may rely on #1 following it.
   void grace_period_1() noexcept {
     constexpr bool any_close_many = (Lanes::hooks_type::has_close_many || ...);
-    if (!any_close_many && unlisted_before_ && domain_.elapsed(*unlisted_before_)) {
+    constexpr bool any_edges = (Lanes::kUnlinksEdges || ...);  // unlinked by this batch's unlist
+    if (!any_close_many && !any_edges && unlisted_before_ && domain_.elapsed(*unlisted_before_)) {
       timed(stats_, phase::grace_period_1, [&] { ++stats_.gps_pipelined; });
     } else {
       grace_period(phase::grace_period_1);
@@ -831,7 +842,8 @@ class rollback_engine {
 template <class Flavor, class... Specs>
 using engine_for =
     rollback_engine<Flavor, typed_lane<typename Specs::object_type, typename Specs::policy_type,
-                                       owner_relation_t<typename Specs::object_type, typename Specs::policy_type...>>...>;
+                                       owner_relation_t<typename Specs::object_type, typename Specs::policy_type...>,
+                                       member_relations_t<typename Specs::object_type, typename Specs::policy_type...>>...>;
 
 template <class Flavor, class... Specs>
 batch_stats run_lanes(grace_domain<Flavor>& d, const rollback_options& o, const batch_context& ctx, Specs&... specs) {
@@ -844,6 +856,10 @@ batch_stats run_lanes(grace_domain<Flavor>& d, const rollback_options& o, const 
   static_assert(relations::one_owner_each,
                 "rcubatch: a child type is owned through two owned_lists (two owning<...> name lists of the same "
                 "child type): a child type may have one owner relation");
+  static_assert(membership_check<all_member_lists_t<typename Specs::policy_type...>,
+                                 typename Specs::object_type...>::members_have_lanes,
+                "rcubatch: a policy has members (rcubatch::having_members<&Group::list>) of a type that has no lane in "
+                "this batch: give the member type a lane, or its edges would outlive it");
   engine_for<Flavor, Specs...> engine(d, o, ctx, specs...);
   return engine.run();
 }

@@ -1,0 +1,71 @@
+// tests/support/mid_walk_reader.hpp — readers of an RCU chain, for the tests of owned_list::rcu_range
+// and member_list::rcu_range: ids_walked (a walk at rest, in one read section) and mid_walk_reader,
+// a reader that stops on the first element of a walk, inside its read section, until the writer
+// has unlinked under it, then walks on:
+//
+//   mid_walk_reader<flavor::memb> reader(
+//       [&](const read_guard<flavor::memb>& guard) { return t.find<group_ids>(guard, 10)->members.rcu_range(); },
+//       [&] { return g->state() != reg_state::registered; });   // the writer's unlist ran
+//   t.unregister(*g);                                           // waits for the reader in its GP
+//   EXPECT_EQ(reader.join(), (std::vector<std::uint64_t>{1, 2, 3}));   // the ids walked
+//
+// The constructor returns once the reader stands on the first element. The wait for the writer
+// is a yield loop on an observable state (the writer cannot end its grace period before the
+// reader leaves, so the reader must not block); the test's watchdog fails a hang.
+#pragma once
+
+#include <cstdint>
+#include <latch>
+#include <thread>
+#include <vector>
+
+#include <rcubatch/read_guard.hpp>
+
+namespace rcubatch::test {
+
+template <class Flavor>
+class mid_walk_reader {
+ public:
+  template <class RangeOf, class WriterUnlinked>
+  mid_walk_reader(RangeOf range_of, WriterUnlinked writer_unlinked)
+      : thread_([this, range_of, writer_unlinked] {
+          thread_registration<Flavor> registered;
+          read_guard<Flavor> guard;
+          auto range = range_of(guard);
+          auto it = range.begin();
+          walked_.push_back(it->id);
+          standing_.count_down();
+          while (!writer_unlinked()) std::this_thread::yield();
+          for (++it; it != range.end(); ++it) walked_.push_back(it->id);
+        }) {
+    standing_.wait();
+  }
+  mid_walk_reader(const mid_walk_reader&) = delete;
+  mid_walk_reader& operator=(const mid_walk_reader&) = delete;
+  ~mid_walk_reader() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+  /// Effects: waits for the walk to end; the ids it yielded, in order.
+  std::vector<std::uint64_t> join() {
+    thread_.join();
+    return walked_;
+  }
+
+ private:
+  std::vector<std::uint64_t> walked_;
+  std::latch standing_{1};
+  std::thread thread_;  // last: it starts once the members above exist
+};
+
+/// The ids a walk of `range_of()` yields, in one read section of Flavor, into an Ids container
+/// (a vector keeps the order, a set compares as a set).
+template <class Flavor, class Ids, class RangeOf>
+Ids ids_walked(RangeOf range_of) {
+  read_guard<Flavor> guard;
+  Ids ids;
+  for (const auto& x : range_of()) ids.insert(ids.end(), x.id);
+  return ids;
+}
+
+}  // namespace rcubatch::test
