@@ -217,7 +217,7 @@ int main(int argc, char** argv) {
     ++routes;
     bgp += p == proto::bgp;
   }
-  std::printf("fib: %u nexthops, %u groups, %ld routes (%ld bgp; %ld duplicates refused)\n", kNexthops + 1,
+  std::printf("fib: %u nexthops, %u groups, %ld routes (%ld bgp, %ld duplicates refused)\n", kNexthops + 1,
               kGroups + 1, routes + 1, bgp, duplicates);
 
   // Two readers resolve random addresses for as long as the writer works.
@@ -265,8 +265,8 @@ int main(int argc, char** argv) {
     gps += r.stats.grace_periods;
     most = std::max(most, r.stats.grace_periods);
   }
-  std::printf("deleted %u nexthops one by one: %zu groups left empty went with them, and their %zu routes; "
-              "%u grace periods, at most %u per delete\n",
+  std::printf("deleted %u nexthops one by one: %zu groups left empty went with them, and their %zu routes, "
+              "in %u grace periods, at most %u per delete\n",
               kNexthops, groups_gone, routes_gone, gps, most);
 
   stop = true;
