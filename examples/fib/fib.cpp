@@ -9,7 +9,7 @@
 // group's members (`ip nexthop replace id G group ...`) keeps its routes pointing at it.
 //
 // The part specific to rcubatch is between the two "rcubatch" rulers. rcubatch-specific lines:
-// 47 of the file's 280 (33 between the rulers, 14 in main), counted as the lines, comments left
+// 47 of the file's 282 (33 between the rulers, 14 in main), counted as the lines, comments left
 // out, that name rcubatch:: or indexed:: or call a member of the registry (t.), a batch (b.),
 // the unregister queues (q.) or an owner_hook (.owner.):
 //   grep -vE '^\s*//' fib.cpp | grep -cE 'rcubatch::|indexed::|\b[tbq]\.|\.owner\.'   (rcubatch's ctest recounts it)
@@ -195,6 +195,7 @@ int main(int argc, char** argv) {
   // groups late); a default route 0/0 through a nexthop no group shares, so every lookup resolves.
   std::vector<nexthop*> nh;
   for (std::uint32_t i = 0; i < kNexthops; ++i) nh.push_back(add_nexthop(t, i, 0x0a000001 + i));
+  if (std::ranges::count(nh, nullptr) != 0) return 1;  // an id taken twice: not here
   std::vector<group*> groups;
   for (std::uint32_t g = 0; g < kGroups; ++g) {
     std::vector<nexthop*> m;
@@ -202,7 +203,8 @@ int main(int argc, char** argv) {
     groups.push_back(add_group(t, g, m));
   }
   group* dflt = add_group(t, kDefault, {add_nexthop(t, kDefault, 0x0a0000fe)});
-  if (dflt == nullptr || !add_route(t, *dflt, 0, 0, proto::kernel)) return 1;
+  if (std::ranges::count(groups, nullptr) != 0 || dflt == nullptr || !add_route(t, *dflt, 0, 0, proto::kernel))
+    return 1;
 
   std::mt19937 rng(37);
   long routes = 0, duplicates = 0, bgp = 0;
