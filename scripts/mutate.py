@@ -285,6 +285,92 @@ MUTANTS = [
 ]
 
 
+def rs(regex):
+    """A test of tests/registry_semantics_test.cpp (issue 37) by its test name, either suite."""
+    return ("registry_semantics_test",
+            r"^registry_semantics\.(semantics_counting|registry_semantics)\.(" + regex + ")$")
+
+
+MUTANTS += [  # issue 37: registry semantics, round 2 (each killed by hand on 2026-12-04, see the branch r37-api)
+    ("try_replace_looks_up_before_the_lock", RG,  # the hand-written reload: a racing delete frees what it found
+     "    std::scoped_lock lock(mutex_);\n"
+     "    if (!is_fresh(n, caller, \"the new object\")) {\n"
+     "      r.stats.refused = true;\n"
+     "      return r;\n"
+     "    }\n"
+     "    T* const o = std::forward<FindOld>(find_old)();\n",
+     "    T* const o = std::forward<FindOld>(find_old)();\n"
+     "    std::this_thread::yield();  // preempted between the lookup and the lock (without it: survived 3 runs)\n"
+     "    std::scoped_lock lock(mutex_);\n"
+     "    if (!is_fresh(n, caller, \"the new object\")) {\n"
+     "      r.stats.refused = true;\n"
+     "      return r;\n"
+     "    }\n",
+     rs("a_replace_by_key_racing_a_delete_by_key_is_one_result_each_never_misuse")),
+    ("replace_lost_race_is_misuse", RG,
+     "bool lost = going_away(*o);  // in a batch", "bool lost = false;  // in a batch",
+     rs("a_replace_of_an_object_already_being_unregistered_is_a_result_not_misuse")),
+    ("keep_children_drops_them", RG,
+     "if constexpr (kKeep) adopt_children<K>(*o, n);", "",
+     rs("a_replace_keeping_children_re_parents_them_and_costs_one_grace_period")),
+    ("adopted_children_name_the_old_parent", OW,
+     "for (; it != dst.end(); ++it) hook_of(*it).parent_.store(&to, std::memory_order_release);", "(void)it;",
+     rs("a_group_replaced_a_thousand_times_keeps_its_routes_under_two_readers")),
+    ("family_parent_published_before_children", RG,  # the 0.1 order: a parent found before its children are there
+     "      for (; done < fresh.size(); ++done) {\n"
+     "        const publish_result r = detail::to_publish_result(cp.publish(*fresh[done]));\n"
+     "        if (r != publish_result::published) {\n"
+     "          exposed = exposed || r == publish_result::refused_after_exposure;\n"
+     "          break;  // undone by the policy itself\n"
+     "        }\n"
+     "        exposed = true;\n"
+     "      }\n"
+     "      if (done == fresh.size()) {\n"
+     "        const publish_result r = detail::to_publish_result(pp.publish(parent));\n"
+     "        parent_published = r == publish_result::published;\n"
+     "        exposed = exposed || r == publish_result::refused_after_exposure;\n"
+     "      }\n",
+     "      parent_published = detail::to_publish_result(pp.publish(parent)) == publish_result::published;\n"
+     "      exposed = true;\n"
+     "      for (; parent_published && done < fresh.size(); ++done) {\n"
+     "        const publish_result r = detail::to_publish_result(cp.publish(*fresh[done]));\n"
+     "        if (r != publish_result::published) break;\n"
+     "      }\n",
+     rs("add_with_children_under_two_readers_never_shows_a_parent_without_all_its_children")),
+    ("family_refusal_keeps_children_linked", RG,
+     "while (done > 0) cp.unlist(*fresh[--done]);", "done = 0;",
+     rs("add_with_children_with_a_duplicate_key_anywhere_publishes_nothing")),
+    ("add_under_takes_a_missing_parent", RG,
+     "if (p == nullptr || going_away(*p)) return add_status::parent_gone;",
+     "if (p == nullptr) return add_status::added;\n                           if (going_away(*p)) return add_status::parent_gone;",
+     rs("add_under_resolves_the_parent_by_key_and_refuses_a_gone_parent")),
+    ("conditional_delete_ignores_pred", RG,
+     "} else if (!static_cast<bool>(pred(std::as_const(*obj)))) {", "} else if (false) {",
+     rs("try_unregister_with_a_predicate_deletes_only_when_it_holds_under_the_lock")),
+    ("unregister_if_ignores_pred", RG,
+     "|| !static_cast<bool>(pred(std::as_const(obj)))) continue;", ") continue;",
+     rs("unregister_if_flushes_every_match_in_one_batch_and_keeps_the_rest")),
+    ("capacity_not_checked", RG,
+     "    if (!has_room<K>(1)) {\n", "    if (false) {\n",
+     rs("an_add_beyond_the_capacity_is_refused_as_full_and_the_count_is_kept")),
+    ("add_and_hold_takes_no_hold", RG,
+     "if (hold) t.refs().hold();", "(void)hold;",
+     rs("add_and_hold_returns_the_object_held_until_the_caller_puts_it")),
+    ("indexed_ignores_index_arguments", RG,
+     "explicit indexed(IndexArgs&&... per_index) : indexes_(std::forward<IndexArgs>(per_index)...) {}",
+     "explicit indexed(IndexArgs&&...) : indexes_() {}",
+     rs("the_registry_constructs_its_policies_and_indexes_from_the_arguments_given")),
+    ("try_replace_not_found_reported_as_refused", RG,
+     "    if (o == nullptr) {\n      r.status = replace_status::not_found;",
+     "    if (o == nullptr) {\n      r.status = replace_status::refused;",
+     rs("try_replace_by_key_replaces_the_object_with_that_key_or_says_not_found")),
+    ("try_replace_family_not_found_reported_as_refused", RG,
+     "    if (found == nullptr) {\n      result.status = replace_status::not_found;",
+     "    if (found == nullptr) {\n      result.status = replace_status::refused;",
+     rs("try_replace_with_children_by_key_says_not_found_and_leaves_the_new_family_unpublished")),
+]
+
+
 def run(cmd, cwd, timeout=None):
     return subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           timeout=timeout)

@@ -583,6 +583,26 @@ TEST(header_examples, registry_several_types) {
   EXPECT_EQ(table.find<stream_by_id>(guard, std::uint64_t{11}), nullptr);
 }
 
+TEST(header_examples, registry_reload_by_key) {
+  rcubatch::thread_registration<> reg;
+  using by_id = rcubatch::lfht_index<session, &session::by_id, rcubatch::key_member<&session::id>>;
+  rcubatch::registry<rcubatch::indexed<session, by_id>> sessions;
+  ASSERT_TRUE(sessions.add(*new session(1, "alice")));
+  ASSERT_TRUE(sessions.add(*new session(2, "tmp-a")));
+  ASSERT_TRUE(sessions.add(*new session(3, "tmp-b")));
+
+  auto* fresh = new session(1, "alice");
+  if (!sessions.try_replace<by_id>(std::uint64_t{1}, *fresh)) delete fresh;  // not_found, or a delete won
+  sessions.unregister_if<by_id>([](const session& x) { return x.name.starts_with("tmp-"); });  // one batch
+
+  EXPECT_EQ(sessions.size<session>(), 1u);
+  {
+    rcubatch::read_guard<> guard;
+    EXPECT_EQ(sessions.find<by_id>(guard, std::uint64_t{1}), fresh);
+  }
+  EXPECT_EQ(sessions.unregister(*fresh).objects, 1u);
+}
+
 }  // namespace registry_example
 
 // ---- async_unregister.hpp -------------------------------------------------------------------

@@ -285,7 +285,7 @@ TEST_F(owned, a_child_replaced_alone_takes_its_place_in_the_parents_list) {
   session* s = open(t, 1, 2);
   stream* old_child = &*s->streams.begin();
   auto* new_child = new stream(old_child->id);  // names no parent: it takes the old one's
-  EXPECT_EQ(t.replace(*old_child, *new_child).objects, 1u);
+  EXPECT_EQ(t.replace(*old_child, *new_child).stats.objects, 1u);
   EXPECT_EQ(new_child->owner.parent(), s);
   EXPECT_EQ(s->streams.size(), 2u);
   ++s->alive_streams;  // the new stream's destroy counts down too

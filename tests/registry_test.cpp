@@ -726,7 +726,7 @@ TEST_F(registry_counting, replace_swaps_in_every_index_and_tears_the_old_one_dow
   auto* v1 = new item(1, "cfg");
   ASSERT_TRUE(reg.add(*v1));
   auto* v2 = new item(1, "cfg");
-  const batch_stats st = reg.replace(*v1, *v2);
+  const batch_stats st = reg.replace(*v1, *v2).stats;
   EXPECT_EQ(st.objects, 1u);
   EXPECT_EQ(st.grace_periods, 1u) << "no uninit: the old version costs one GP";
   EXPECT_EQ(reg.policy<items>().destroyed, 1);
@@ -788,7 +788,7 @@ TEST(registry_replace, readers_always_find_exactly_one_live_version) {
   unsigned gps = 0;
   for (int i = 0; i < kReplaces; ++i) {
     auto* next = new item(7, "cfg");
-    const batch_stats st = reg.replace(*current, *next);
+    const batch_stats st = reg.replace(*current, *next).stats;
     gps += st.grace_periods;
     current = next;
   }

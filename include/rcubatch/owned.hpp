@@ -58,6 +58,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <iterator>
 #include <tuple>
 #include <type_traits>
 
@@ -72,6 +73,8 @@ namespace rcubatch {
 namespace detail {
 template <class U>
 registrable_base& base_of(U& obj) noexcept;
+template <auto List>
+struct owned_relation;
 }  // namespace detail
 
 /// The hook a child embeds: a Boost.Intrusive list node (linked into its parent's owned_list by
@@ -110,6 +113,8 @@ class owner_hook
   Parent* parent() const noexcept { return parent_.load(std::memory_order_acquire); }
 
  private:
+  template <auto>
+  friend struct detail::owned_relation;  // adopt: a linked child re-pointed to its parent's successor
   static void mark(Parent& parent) noexcept;
   std::atomic<Parent*> parent_{nullptr};
 };
@@ -178,6 +183,17 @@ struct owned_relation<List> {
   using list_type = typename owned_list<Child, Hook>::list_type;
   static list_type& list_of(Parent& p) noexcept { return (p.*List).list_; }
   static owner_hook<Parent>& hook_of(Child& c) noexcept { return c.*Hook; }
+  /// Requires: the writer lock; `to` took `from`'s place (registry::replace with keep_children).
+  /// Effects: from's children, in order, at the end of to's list (an O(1) splice), each hook
+  /// naming `to` (a release store: a reader that follows parent() finds from or to).
+  static void adopt(Parent& from, Parent& to) noexcept {
+    list_type& dst = list_of(to);
+    const auto first_moved = dst.size();
+    dst.splice(dst.end(), list_of(from));  // constant_time_size: O(1)
+    auto it = dst.begin();
+    std::advance(it, static_cast<std::ptrdiff_t>(first_moved));
+    for (; it != dst.end(); ++it) hook_of(*it).parent_.store(&to, std::memory_order_release);
+  }
 };
 }  // namespace detail
 

@@ -33,6 +33,10 @@
 //   publish(T&) -> bool | publish_result    links the object into what readers search; on refusal
 //                                           it has undone every link it made (see publish_result)
 //   unlist(T&) noexcept                     unlinks it again (required, as for rollback_many)
+//   capacity() const -> std::size_t         optional: the most objects of type T published at once
+//                                           (counted in its first index: size<T>()); an add beyond it
+//                                           is refused, add_status::full (replace_with_children's new
+//                                           children are not checked against it)
 // indexed<T, Index...> is such a policy for objects that live in RCU indexes (lfht_index or any
 // type with `bool add_unique(T&)` and `bool unlink(T&)`): publish adds to each index in order and
 // undoes the adds on a duplicate key, unlist unlinks from each; derive from it to add hooks.
@@ -78,6 +82,16 @@
 // the list of the parent its owner_hook names, its unlist takes it out, and the parent's batch
 // queues the children left (any depth, the same ≤ 2 grace periods); replace_with_children reloads
 // a parent and its children in one critical section, all or nothing.
+// Reloads, families and bounded tables (issue 37; docs/guide.md has the overview), each with the
+// lookup under the writer lock so that a lost race is a result: try_replace<I>(key, fresh) and
+// try_replace_with_children<I>(key, ...); replace(old, fresh, keep_children) (the children move to
+// the new parent); add_with_children (a family published whole); add_under<I>(parent_key, child);
+// try_add and add_and_hold; try_unregister<I>(key, pred); unregister_if<I>(pred); a policy's
+// capacity() (add refused as full; size<T>()); constructors that pass one argument per policy.
+//   auto* fresh = new session(1, "alice");
+//   if (!sessions.try_replace<by_id>(std::uint64_t{1}, *fresh)) delete fresh;  // not_found, or a delete won
+//   sessions.unregister_if<by_id>([](const session& x) { return x.name.starts_with("tmp-"); });  // one batch
+//   (compiled in tests/header_examples_test.cpp)
 #pragma once
 
 #include <array>
@@ -120,6 +134,7 @@ enum class unregister_status : unsigned char {
   not_found,              ///< no object has that key (never added, or already unlisted by another batch)
   already_unregistering,  ///< (by object) it is already going away: in a batch, a queue, or gone to released
   refused,                ///< the budget refused it (async_unregister::try_submit), or misuse under report: nothing changed
+  kept,                   ///< (by key with a predicate) found, but the predicate said keep it: nothing changed
 };
 
 /// What try_unregister and try_unregister_many return.
@@ -132,15 +147,49 @@ struct unregister_result {
   explicit operator bool() const noexcept { return status == unregister_status::unregistered; }
 };
 
-/// What replace_with_children returns.
+/// What a replace found. A lost race (the old object gone, or going away) is a result, not misuse.
+enum class replace_status : unsigned char {
+  replaced,               ///< the new object (and children) took the old one's place; the old one was torn down
+  not_found,              ///< (by key) no object has that key: nothing changed, the new objects are the caller's
+  already_unregistering,  ///< the old object is already going away (a batch, a queue): nothing changed
+  refused,                ///< a duplicate key, a refused publish, or misuse under report: nothing changed
+};
+
+/// What replace, try_replace, replace_with_children and try_replace_with_children return.
 struct replace_result {
-  bool replaced = false;     ///< false: refused (a duplicate key, a refused publish): nothing changed
+  replace_status status = replace_status::refused;  ///< what happened (replaced == (status == replaced))
+  bool replaced = false;     ///< false: not replaced (status says why): nothing changed
   std::size_t swapped = 0;   ///< new children that took the place of an old child with the same keys
   std::size_t added = 0;     ///< new children with keys the old version did not have
   batch_stats stats{};       ///< the teardown batch's (the old parent and every old child)
   /// True when replaced.
   explicit operator bool() const noexcept { return replaced; }
 };
+
+/// What an add found (try_add, add_and_hold, add_under, add_with_children). add returns only the bool.
+enum class add_status : unsigned char {
+  added,        ///< published and marked registered
+  duplicate,    ///< a key is taken (or the policy refused the publish): nothing reachable, the caller's to free
+  parent_gone,  ///< the parent (named by the owner_hook, or by its key) is gone or going away: nothing published
+  full,         ///< the policy's capacity() is reached: nothing published
+  refused,      ///< misuse under misuse_policy::report: nothing changed
+};
+
+/// What try_add, add_and_hold, add_under and add_with_children return.
+struct add_result {
+  add_status status = add_status::refused;  ///< what happened
+  /// True when added.
+  explicit operator bool() const noexcept { return status == add_status::added; }
+};
+
+/// The tag that asks replace / try_replace to keep the old object's owned children (they are
+/// re-parented to the new object in the same critical section instead of torn down).
+struct keep_children_t {
+  /// Explicit, so `{}` does not pass for the tag: write rcubatch::keep_children.
+  explicit keep_children_t() = default;
+};
+/// The keep_children_t value: `reg.replace(old, fresh, rcubatch::keep_children)`.
+inline constexpr keep_children_t keep_children{};
 
 /// How a registry runs its batches.
 struct registry_options {
@@ -243,6 +292,21 @@ concept looks_up_by_object =
     requires(std::tuple_element_t<0, typename P::index_types>& index, const typename P::object_type& obj) {
       { index.find_locked(index.key_of(obj)) } -> std::convertible_to<const typename P::object_type*>;
     };
+/// A relation's parent type, or void for no relation (a static_assert's condition on owner_of<T>).
+template <class Rel>
+struct relation_or_void {
+  using parent = typename Rel::parent_type;
+};
+template <>
+struct relation_or_void<void> {
+  using parent = void;
+};
+/// A policy whose first index counts its objects (size<T>(), a capacity).
+template <class P>
+concept first_index_has_size = requires { typename std::tuple_element_t<0, typename P::index_types>; } &&
+                               requires(const std::tuple_element_t<0, typename P::index_types>& index) {
+                                 { index.size() } -> std::convertible_to<std::size_t>;
+                               };
 template <class P>
 concept has_publish = requires(P& p, typename P::object_type& t) {
   { to_publish_result(p.publish(t)) } -> std::same_as<publish_result>;
@@ -267,6 +331,15 @@ class indexed {
   using index_types = std::tuple<Indexes...>;   ///< the indexes, in the order add publishes in
 
   indexed() = default;
+  /// Effects: each index constructed from its argument, in order (lfht_index: its lfht_options;
+  /// hlist_index: its hlist_options): one argument per index. A derived policy forwards with
+  /// `using indexed<T, I...>::indexed;` or from its own constructor; the registry passes a policy
+  /// its argument (basic_registry's constructor from policy arguments).
+  /// Throws: what an index's constructor throws (std::invalid_argument for bad options).
+  template <class... IndexArgs>
+    requires(sizeof...(IndexArgs) == sizeof...(Indexes) && sizeof...(IndexArgs) > 0 &&
+             (std::is_constructible_v<Indexes, IndexArgs> && ...))
+  explicit indexed(IndexArgs&&... per_index) : indexes_(std::forward<IndexArgs>(per_index)...) {}
   indexed(const indexed&) = delete;
   indexed& operator=(const indexed&) = delete;
 
@@ -487,6 +560,22 @@ class basic_registry {
       : options_(options), domain_(&domain) {}
   /// The same, with default options and `domain`.
   explicit basic_registry(grace_domain<Flavor>& domain) : basic_registry(registry_options{}, domain) {}
+  /// Effects: as above, each policy constructed from its argument, in the order of Policies (one
+  /// argument per policy: a state pointer, an index's options — indexed<T, I> takes one argument
+  /// per index —, or a struct of several). For policies with state and indexes with options,
+  /// instead of setting them after construction.
+  /// Throws: what a policy's constructor throws. Blocking: never.
+  template <class... PolicyArgs>
+    requires(sizeof...(PolicyArgs) == sizeof...(Policies) && (std::is_constructible_v<Policies, PolicyArgs> && ...))
+  basic_registry(registry_options options, grace_domain<Flavor>& domain, PolicyArgs&&... per_policy)
+      : options_(options), domain_(&domain), policies_(std::forward<PolicyArgs>(per_policy)...) {}
+  /// The same, with default options and the default domain.
+  template <class... PolicyArgs>
+    requires(sizeof...(PolicyArgs) == sizeof...(Policies) && (std::is_constructible_v<Policies, PolicyArgs> && ...) &&
+             !(std::is_same_v<std::remove_cvref_t<PolicyArgs>, registry_options> || ...) &&
+             !(std::is_same_v<std::remove_cvref_t<PolicyArgs>, grace_domain<Flavor>> || ...))
+  explicit basic_registry(PolicyArgs&&... per_policy)
+      : basic_registry(registry_options{}, default_domain<Flavor>(), std::forward<PolicyArgs>(per_policy)...) {}
   basic_registry(const basic_registry&) = delete;
   basic_registry& operator=(const basic_registry&) = delete;
 
@@ -511,37 +600,11 @@ class basic_registry {
   /// Throws: misuse_error as above; what publish throws (after its undo and a grace period).
   /// Complexity: the policy's publish (indexed: one add per index). Blocking: the writer lock;
   /// one grace period on the refused-after-exposure and exception paths only.
+  /// With a capacity (the policy's capacity(), see try_add): false when it is reached.
   template <class U>
   bool add(U& obj) {
     constexpr std::size_t k = slot_of<U>();
-    using T = object_at<k>;
-    if (!outside_read_section("add") || !lock_not_held("registry::add")) return false;
-    std::scoped_lock lock(mutex_);
-    T& t = static_cast<T&>(obj);
-    if (t.state() != reg_state::uninitialized) {
-      detail::diag_text msg("registry::add: the object is ");
-      msg += to_string(t.state());
-      msg += "; add takes a freshly constructed object, once (nothing was published)";
-      detail::diagnose(misuse_kind::register_twice, msg.view());
-      return false;
-    }
-    if constexpr (!std::is_void_v<owner_of<T>>) {
-      if (!owner_accepts<owner_of<T>>(t, "registry::add")) return false;
-    }
-    publish_result r = publish_result::refused;
-    try {
-      r = detail::to_publish_result(std::get<k>(policies_).publish(t));
-    } catch (...) {
-      domain_->synchronize();  // the hook undid its links, but readers may have found obj
-      throw;
-    }
-    if (r == publish_result::published) {
-      link_owned(t);
-      t.mark_registered();  // cannot fail: uninitialized was checked under this lock
-      return true;
-    }
-    if (r == publish_result::refused_after_exposure) domain_->synchronize();
-    return false;
+    return static_cast<bool>(add_core<k>(static_cast<object_at<k>&>(obj), "registry::add", no_parent_to_resolve{}, false));
   }
 
   /// Requires: obj is registered in this registry; the calling thread is registered with Flavor
@@ -702,45 +765,21 @@ class basic_registry {
   /// in every index; the policy has `replace(T& old, T& new)` (indexed has it: all or nothing).
   /// Owned children (owned.hpp): an owned new_obj whose owner_hook names nothing takes old_obj's
   /// parent, and is linked into that parent's list (refused, nothing changed, if that parent is
-  /// going away); old_obj's own children go with it (replace_with_children brings new ones).
-  /// Returns: the teardown batch's stats (stats.refused when refused under report).
-  /// Misuse (nothing changed): new_obj not freshly constructed (register_twice), old_obj not
-  /// registered / in a batch / in another registry (as unregister), read section, the lock's holder.
+  /// going away); old_obj's own children go with it (replace_with_children brings new ones; the
+  /// keep_children overload keeps them).
+  /// Returns: replace_result: replaced (stats: the teardown batch's); already_unregistering when
+  /// old_obj is already going away (in a batch or a queue, or its owner is: a lost race, not
+  /// misuse since issue 37; nothing changed, new_obj still the caller's); refused (stats.refused)
+  /// on misuse under report. Returned batch_stats until issue 37.
+  /// Misuse (nothing changed): new_obj not freshly constructed (register_twice), old_obj never
+  /// added or in another registry (as unregister), read section, the lock's holder.
   /// Throws: misuse_error as above; std::invalid_argument when a key differs (nothing changed).
   /// Complexity: one replace per index, plus old_obj's batch. Blocking: as unregister.
   template <class U>
-  batch_stats replace(U& old_obj, U& new_obj) {
+  replace_result replace(U& old_obj, U& new_obj) {
     constexpr std::size_t k = slot_of<U>();
-    using T = object_at<k>;
-    static_assert(requires(std::tuple_element_t<k, std::tuple<Policies...>>& p, T& t) { p.replace(t, t); },
-                  "rcubatch::registry::replace: the object's policy needs `replace(T& old, T& new)` (indexed has it)");
-    T& o = static_cast<T&>(old_obj);
-    T& n = static_cast<T&>(new_obj);
-    bool refused = false;
-    batch_stats st = unregister_with([&](queues& q) {
-      if (n.state() != reg_state::uninitialized) {
-        detail::diag_text msg("registry::replace: the new object is ");
-        msg += to_string(n.state());
-        msg += "; it must be freshly constructed (nothing was changed)";
-        detail::diagnose(misuse_kind::register_twice, msg.view());
-        refused = true;
-        return;
-      }
-      if (!successor_owner_accepts(o, n, "registry::replace")) {  // an owned child: n takes o's place
-        refused = true;
-        return;
-      }
-      if (!q.push(o)) {  // not registered here, going away, in a queue: diagnosed by push
-        refused = true;
-        return;
-      }
-      std::get<k>(policies_).replace(o, n);  // throws with nothing changed; the queues are dropped
-      link_owned(n);
-      n.mark_registered();                   // cannot fail: uninitialized, checked under this lock
-      detail::registrable_access::set_unlisted_early(o, true);  // its batch skips the unlist
-    });
-    if (refused) st.refused = true;
-    return st;
+    object_at<k>* const o = &static_cast<object_at<k>&>(old_obj);
+    return replace_core<k, false>([o]() noexcept { return o; }, static_cast<object_at<k>&>(new_obj), "registry::replace");
   }
 
   /// Bulk replace (reload a container): new_parent and new_children take the place of old_parent
@@ -758,13 +797,15 @@ class basic_registry {
   /// or by two new children) or a refused publish undoes every change, in reverse, waits one grace
   /// period if anything new was visible, and returns replaced == false: the old version stays in
   /// place, nothing new is published, and the caller may free the new objects.
+  /// An old_parent already going away (in a batch or a queue: a lost race) is a result since
+  /// issue 37: status already_unregistering, nothing changed.
   /// Requires: Parent's policy owns C through owning<> (a compile error otherwise); old_parent is
-  /// registered here and in no queue; new_parent and every new child freshly constructed; each new
+  /// registered here; new_parent and every new child freshly constructed; each new
   /// child's owner_hook names new_parent or nothing (then it is set to new_parent); new_parent has
   /// old_parent's keys; the policies have replace (indexed has it); C's first index has key_of and
   /// find_locked (lfht_index and hlist_index: a compile error otherwise). Outside read-side sections.
-  /// Misuse (nothing changed): new objects not fresh (register_twice), old_parent not registered /
-  /// going away / in another registry (as unregister), a child naming another parent
+  /// Misuse (nothing changed): new objects not fresh (register_twice), old_parent never added or
+  /// in another registry (as unregister), a child naming another parent
   /// (std::invalid_argument), read section, the lock's holder.
   /// Throws: misuse_error as above; std::invalid_argument (a parent's key differs, a child names
   /// another parent, a matched child's other key differs: all after undoing); std::bad_alloc
@@ -788,8 +829,217 @@ class basic_registry {
                     "one replaces, so its first index needs `key_of(const T&)` and `T* find_locked(const Key&)` "
                     "(lfht_index and hlist_index have both)");
       if constexpr (finds_old_child)  // no second, raw error from the body
-        return replace_family<kp, kc, Rel>(static_cast<P&>(old_parent), static_cast<P&>(new_parent), new_children);
+        return replace_family<kp, kc, Rel>([&old_parent]() noexcept { return &static_cast<P&>(old_parent); },
+                                           static_cast<P&>(new_parent), new_children);
     }
+  }
+
+  // ---- Issue 37: replace by key, families added whole, adds under a parent's key, conditional ----
+  // ---- deletes, flush by predicate, bounded tables. Every lost race is a result, not misuse.   ----
+
+  /// Reload by key: as replace, with the old object looked up under the writer lock, so a delete
+  /// by key racing the reload is a result, never a use of freed memory or misuse.
+  /// Requires: I is an index of new_obj's policy with `T* find_locked(const K&)`; new_obj freshly
+  /// constructed with the keys of the object it replaces in every index; outside read sections.
+  /// Effects: under the writer lock, the object with `key` (if any, and not already going away)
+  /// is replaced by new_obj as by replace(old, new_obj) (one batch for the old one).
+  /// Returns: replaced (stats: the old one's batch); not_found (no object has that key);
+  /// already_unregistering (it is in a batch or a queue); refused (misuse under report). Unless
+  /// replaced, nothing changed and new_obj is still the caller's (free it at once: never published).
+  /// Misuse, Throws, Blocking: as replace. Thread safety: any thread, as replace.
+  template <class I, class K, class U>
+  replace_result try_replace(const K& key, U& new_obj) {
+    return replace_by_key<I, false>(key, new_obj);
+  }
+  /// The same, keeping the old object's owned children (see replace(old, new, keep_children)).
+  template <class I, class K, class U>
+  replace_result try_replace(const K& key, U& new_obj, keep_children_t) {
+    return replace_by_key<I, true>(key, new_obj);
+  }
+
+  /// Replace a parent and keep its children (`ip nexthop replace` of a group its routes name; a
+  /// zone's SOA reloaded under its records): as replace(old_obj, new_obj), and in the same critical
+  /// section every child in old_obj's owned lists is moved to new_obj's (same order) and its
+  /// owner_hook re-pointed to new_obj. A reader that follows a child's parent() finds old_obj or
+  /// new_obj, never a freed one: old_obj's batch has nothing left to queue and waits its grace
+  /// period (one with no uninit hook) before destroying it. No child is unlisted, queued or created.
+  /// Requires: the object's policy owns children (owning<>: a compile error otherwise); new_obj's
+  /// lists are empty (it is fresh); as replace otherwise. Returns, Misuse, Throws: as replace.
+  /// Complexity: O(children) re-links and stores, under the writer lock. Blocking: as replace.
+  template <class U>
+  replace_result replace(U& old_obj, U& new_obj, keep_children_t) {
+    constexpr std::size_t k = slot_of<U>();
+    object_at<k>* const o = &static_cast<object_at<k>&>(old_obj);
+    return replace_core<k, true>([o]() noexcept { return o; }, static_cast<object_at<k>&>(new_obj), "registry::replace");
+  }
+
+  /// A family reloaded by key: as replace_with_children, with the old parent looked up under the
+  /// writer lock in the parent's index I. Returns: as replace_with_children, plus not_found (no
+  /// parent has that key) and already_unregistering (it is going away); unless replaced, nothing
+  /// changed and the new objects are the caller's. Requires, Misuse, Throws, Blocking: as
+  /// replace_with_children; I is an index of Parent's policy with find_locked.
+  template <class I, class K, class Parent, class Range>
+  replace_result try_replace_with_children(const K& key, Parent& new_parent, Range&& new_children) {
+    constexpr std::size_t kp = slot_of<Parent>();
+    using P = object_at<kp>;
+    using C = std::remove_pointer_t<std::remove_cvref_t<decltype(*std::begin(new_children))>>;
+    using Rel = owner_of<object_at<slot_of<C>()>>;
+    static_assert(!std::is_void_v<Rel> && std::is_same_v<typename detail::relation_or_void<Rel>::parent, P>,
+                  "rcubatch::registry::try_replace_with_children: the children's type is not owned by the parent's "
+                  "(no policy declares owning<&Parent::list> for it)");
+    static_assert(std::is_same_v<std::remove_cvref_t<decltype(*index<I>().find_locked(key))>, P>,
+                  "rcubatch::registry::try_replace_with_children: index I does not hold the parent's type");
+    return replace_family<kp, slot_of<C>(), Rel>([this, &key]() { return index<I>().find_locked(key); },
+                                                 static_cast<P&>(new_parent), new_children);
+  }
+
+  /// Publish a family whole: parent and children (objects or pointers, as replace_with_children
+  /// takes them) under one hold of the writer lock, all or none. The children are published
+  /// first, then the parent, then all are marked registered and the children linked into the
+  /// parent's owned list: a reader that finds the parent finds every child.
+  /// Requires: the children's type is owned by Parent's (owning<>: a compile error otherwise);
+  /// parent and children freshly constructed, keys set; each child's owner_hook names parent or
+  /// nothing (then it is set to parent); outside read sections.
+  /// Returns: added; duplicate (a key taken anywhere, or two children with one key, or a refused
+  /// publish: every publish undone in reverse, one grace period if anything was visible, nothing
+  /// published, the objects still the caller's — their owner_hooks may now name parent);
+  /// parent_gone (parent is itself owned and its owner is going away); full (a capacity reached);
+  /// refused (misuse under report). Misuse (nothing changed): objects not fresh (register_twice),
+  /// read section, the lock's holder; a child naming another parent, a null pointer
+  /// (std::invalid_argument). Throws: as above; what publish throws (after undoing and a grace
+  /// period). Complexity: O(children) publishes. Blocking: the writer lock; one GP on refusal.
+  template <class Parent, class Range>
+  add_result add_with_children(Parent& parent, Range&& children) {
+    constexpr std::size_t kp = slot_of<Parent>();
+    using C = std::remove_pointer_t<std::remove_cvref_t<decltype(*std::begin(children))>>;
+    constexpr std::size_t kc = slot_of<C>();
+    using Rel = owner_of<object_at<kc>>;
+    static_assert(!std::is_void_v<Rel> && std::is_same_v<typename detail::relation_or_void<Rel>::parent, object_at<kp>>,
+                  "rcubatch::registry::add_with_children: the children's type is not owned by the parent's (no "
+                  "policy declares owning<&Parent::list> for it)");
+    if constexpr (!std::is_void_v<Rel>)
+      return add_family<kp, kc, Rel>(static_cast<object_at<kp>&>(parent), children);
+    else
+      return {};
+  }
+
+  /// Add a child under its parent's key: as add, with the parent looked up under the writer lock
+  /// in its index ParentIndex, so a parent deleted concurrently refuses the child instead of
+  /// being used after it is freed (no read guard, hold or put by hand).
+  /// Requires: ParentIndex holds the parent type through whose owned_list the child's type is
+  /// owned (owning<>); child freshly constructed, its owner_hook naming nothing or that parent.
+  /// Returns: added; parent_gone (no parent has that key, or it is going away: nothing
+  /// published); duplicate; full; refused (misuse under report). Misuse: as add; a child naming
+  /// another parent (std::invalid_argument, nothing changed). Blocking: as add.
+  template <class ParentIndex, class K, class U>
+  add_result add_under(const K& parent_key, U& child) {
+    constexpr std::size_t k = slot_of<U>();
+    using Rel = owner_of<object_at<k>>;
+    static_assert(!std::is_void_v<Rel>, "rcubatch::registry::add_under: the child's type is not owned (no policy "
+                                        "declares owning<&Parent::list> for it)");
+    if constexpr (!std::is_void_v<Rel>) {
+      using P = typename Rel::parent_type;
+      static_assert(std::is_same_v<std::remove_cvref_t<decltype(*index<ParentIndex>().find_locked(parent_key))>, P>,
+                    "rcubatch::registry::add_under: ParentIndex does not hold the child's parent type");
+      return add_core<k>(static_cast<object_at<k>&>(child), "registry::add_under",
+                         [this, &parent_key](object_at<k>& c) {
+                           P* const p = index<ParentIndex>().find_locked(parent_key);
+                           if (p == nullptr || going_away(*p)) return add_status::parent_gone;
+                           P* const named = Rel::hook_of(c).parent();
+                           if (named == nullptr) Rel::hook_of(c).set_parent(*p);
+                           else if (named != p)
+                             throw std::invalid_argument("rcubatch::registry::add_under: the child's owner_hook names "
+                                                         "another parent than the one with that key (nothing was "
+                                                         "changed)");
+                           return add_status::added;
+                         },
+                         false);
+    }
+  }
+
+  /// As add, telling why a refusal happened (add_status): duplicate, parent_gone, full, refused.
+  /// Requires, Misuse, Throws, Blocking: as add.
+  template <class U>
+  add_result try_add(U& obj) {
+    constexpr std::size_t k = slot_of<U>();
+    return add_core<k>(static_cast<object_at<k>&>(obj), "registry::add", no_parent_to_resolve{}, false);
+  }
+
+  /// Add-and-hold: as try_add, and when added, a reference is taken on obj (obj.refs().hold())
+  /// before the writer lock is released, so obj cannot be destroyed — even if another thread
+  /// deletes it at once — until the caller lets it go. Children may be added to it meanwhile
+  /// (add refuses them, parent_gone, once it is going away).
+  /// Requires: as add. Effects: the caller owns one hold when added and must call
+  /// obj.refs().put() once (its batch's ref drain waits for it); no hold otherwise.
+  /// Returns, Misuse, Throws, Blocking: as try_add.
+  template <class U>
+  add_result add_and_hold(U& obj) {
+    constexpr std::size_t k = slot_of<U>();
+    return add_core<k>(static_cast<object_at<k>&>(obj), "registry::add_and_hold", no_parent_to_resolve{}, true);
+  }
+
+  /// Conditional delete by key (a GC deleting an entry only if it is still expired): as
+  /// try_unregister<I>(key), with pred(const T&) called on the object found, under the writer
+  /// lock; it is unregistered only if pred returns true. Returns: unregistered (the batch's
+  /// stats); kept (pred returned false: nothing changed, no grace period); not_found; refused
+  /// (misuse under report). Always the registry's own batch, attached reclaimer or not.
+  /// Requires: pred does not block or take the writer lock (it runs under it), and returns
+  /// bool; as try_unregister<I>(key) otherwise. Throws: what pred throws (nothing changed).
+  /// Blocking: as unregister.
+  template <class I, class K, class Pred>
+  unregister_result try_unregister(const K& key, Pred&& pred) {
+    unregister_result r;
+    bool kept = false;
+    r.stats = unregister_with([&](queues& q) {
+      auto* const obj = index<I>().find_locked(key);
+      if (obj == nullptr || going_away(*obj)) {
+        ++r.missed;
+      } else if (!static_cast<bool>(pred(std::as_const(*obj)))) {
+        kept = true;
+      } else if (q.push(*obj)) {
+        ++r.unregistered;
+      }
+    });
+    r.status = r.unregistered > 0 ? unregister_status::unregistered
+               : kept             ? unregister_status::kept
+               : r.stats.refused  ? unregister_status::refused
+                                  : unregister_status::not_found;
+    return r;
+  }
+
+  /// Flush by predicate (`ip route flush proto bgp`): every object of index I for which
+  /// pred(const T&) returns true, in one batch (≤ 2 grace periods whatever the count; cascades
+  /// included). The walk and the queueing happen under the writer lock (inside a read_guard of
+  /// the index's flavor, for the walk), so an object matching pred is either in this batch or
+  /// already going away, never missed by a race with a concurrent add (there is none: adds take
+  /// the lock). Returns: unregistered (count, the batch's stats), or not_found when nothing
+  /// matched (no grace period). Requires: I iterable inside a read_guard (lfht_index,
+  /// hlist_index); pred neither blocks nor takes the writer lock. Always the registry's own batch.
+  /// Throws: what pred throws (nothing changed). Complexity: O(index size) pred calls, plus the
+  /// batch. Blocking: as unregister.
+  template <class I, class Pred>
+  unregister_result unregister_if(Pred&& pred) {
+    unregister_result r;
+    r.stats = unregister_with([&](queues& q) {
+      const read_guard<typename I::flavor_type> walk;
+      for (auto& obj : index<I>()) {
+        if (going_away(obj) || q.contains(obj) || !static_cast<bool>(pred(std::as_const(obj)))) continue;
+        if (q.push(obj)) ++r.unregistered;
+      }
+    });
+    r.status = r.unregistered > 0 ? unregister_status::unregistered
+               : r.stats.refused  ? unregister_status::refused
+                                  : unregister_status::not_found;
+    return r;
+  }
+
+  /// Effects: how many objects of type T are published here: the size of its policy's first
+  /// index (exact under the writer lock; a relaxed snapshot otherwise). The count a capacity is
+  /// checked against. Requires: T's policy's first index has size() (lfht_index, hlist_index).
+  /// Thread safety: any thread. Complexity: O(1).
+  template <class T>
+  std::size_t size() const noexcept {
+    return published_count<slot_of<T>()>();
   }
 
   /// Requires: fn is callable as fn(queues&) (a generic lambda, or a function taking one
@@ -1018,12 +1268,299 @@ class basic_registry {
     return st;
   }
 
+  // ---- Issue 37's internals: the one add path, the one replace path, a family's add ----
+
+  /// add's default: no parent to look up (add_under passes one that does).
+  struct no_parent_to_resolve {
+    template <class T>
+    add_status operator()(T&) const noexcept {
+      return add_status::added;
+    }
+  };
+
+  /// Whether obj (alive) is already going away: registered no more, or in a queue (a batch, a
+  /// reclaimer's, another batch's cascade). Requires: the writer lock, for an exact answer.
+  template <class U>
+  static bool going_away(const U& obj) noexcept {
+    const detail::registrable_base& b = static_cast<const registrable<registrable_type_t<U>>&>(obj);
+    const reg_state st = b.state();
+    return st != reg_state::uninitialized &&
+           (st != reg_state::registered || detail::registrable_access::owner(b) != nullptr);
+  }
+  /// Whether the parent child's owner_hook names is going away (a lost race for an add or a replace).
+  template <class Rel>
+  static bool owner_going_away(typename Rel::child_type& child) noexcept {
+    typename Rel::parent_type* const p = Rel::hook_of(child).parent();
+    return p != nullptr && going_away(*p);
+  }
+
+  /// Requires: the writer lock, or a snapshot is enough. Objects of slot K published here: the
+  /// size of its policy's first index (what size<T>() and a capacity count).
+  template <std::size_t K>
+  std::size_t published_count() const noexcept {
+    using P = std::tuple_element_t<K, std::tuple<Policies...>>;
+    static_assert(detail::first_index_has_size<P>,
+                  "rcubatch::registry: size<T>() and a policy's capacity() count the objects in the policy's first "
+                  "index, which needs size() (lfht_index, hlist_index; indexed<T, Index...> as the policy's base)");
+    if constexpr (detail::first_index_has_size<P>) {
+      using first = std::tuple_element_t<0, typename P::index_types>;
+      return std::get<K>(policies_).template index<first>().size();
+    } else {
+      return 0;
+    }
+  }
+  /// Requires: the writer lock. Whether `more` objects of slot K fit under its policy's
+  /// capacity() (a policy without one: no limit).
+  template <std::size_t K>
+  bool has_room(std::size_t more) const noexcept {
+    const auto& p = std::get<K>(policies_);
+    if constexpr (requires { { p.capacity() } -> std::convertible_to<std::size_t>; }) {
+      return published_count<K>() + more <= static_cast<std::size_t>(p.capacity());
+    } else {
+      return true;
+    }
+  }
+
+  /// add, try_add, add_and_hold and add_under's body: under the writer lock, the fresh check,
+  /// resolve (add_under: the parent by key), the owner's check, the capacity, the publish; on
+  /// success obj is linked to its owner, marked registered and, if `hold`, held for the caller.
+  template <std::size_t K, class Resolve>
+  add_result add_core(object_at<K>& t, const char* caller, Resolve&& resolve, bool hold) {
+    using T = object_at<K>;
+    add_result res;  // refused
+    if (!outside_read_section("add") || !lock_not_held(caller)) return res;
+    std::scoped_lock lock(mutex_);
+    if (!is_fresh(t, caller, "the object")) return res;
+    if (const add_status s = std::forward<Resolve>(resolve)(t); s != add_status::added) {
+      res.status = s;
+      return res;
+    }
+    if constexpr (!std::is_void_v<owner_of<T>>) {
+      if (!owner_accepts<owner_of<T>>(t, caller)) {
+        res.status = owner_going_away<owner_of<T>>(t) ? add_status::parent_gone : add_status::refused;
+        return res;
+      }
+    }
+    if (!has_room<K>(1)) {
+      res.status = add_status::full;
+      return res;
+    }
+    publish_result r = publish_result::refused;
+    try {
+      r = detail::to_publish_result(std::get<K>(policies_).publish(t));
+    } catch (...) {
+      domain_->synchronize();  // the hook undid its links, but readers may have found obj
+      throw;
+    }
+    if (r == publish_result::published) {
+      link_owned(t);
+      t.mark_registered();  // cannot fail: uninitialized was checked under this lock
+      if (hold) t.refs().hold();  // before the lock is released: no batch can have taken it yet
+      res.status = add_status::added;
+      return res;
+    }
+    if (r == publish_result::refused_after_exposure) domain_->synchronize();
+    res.status = add_status::duplicate;
+    return res;
+  }
+
+  /// replace's and try_replace's body: under the writer lock, find_old() (the object, or by key),
+  /// the checks (a lost race is a result), the swap in every index, then old's batch. kKeep: old's
+  /// owned children move to new_obj in the same critical section (adopt_children).
+  template <std::size_t K, bool kKeep, class FindOld>
+  replace_result replace_core(FindOld&& find_old, object_at<K>& n, const char* caller) {
+    using T = object_at<K>;
+    using Policy = std::tuple_element_t<K, std::tuple<Policies...>>;
+    static_assert(requires(Policy& p, T& t) { p.replace(t, t); },
+                  "rcubatch::registry::replace: the object's policy needs `replace(T& old, T& new)` (indexed has it)");
+    static_assert(!kKeep || detail::has_owned_lists<Policy>,
+                  "rcubatch::registry::replace(..., keep_children): the object's policy owns no children (declare "
+                  "owning<&T::list> on it)");
+    replace_result r;  // refused
+    if (!outside_read_section("replace") || !lock_not_held(caller)) {
+      r.stats.refused = true;
+      return r;
+    }
+    std::scoped_lock lock(mutex_);
+    if (!is_fresh(n, caller, "the new object")) {
+      r.stats.refused = true;
+      return r;
+    }
+    T* const o = std::forward<FindOld>(find_old)();
+    if (o == nullptr) {
+      r.status = replace_status::not_found;
+      return r;
+    }
+    bool lost = going_away(*o);  // in a batch or a queue: a lost race, not misuse
+    if constexpr (!std::is_void_v<owner_of<T>>) lost = lost || owner_going_away<owner_of<T>>(*o);  // its owner's batch takes it
+    if (lost) {
+      r.status = replace_status::already_unregistering;
+      return r;
+    }
+    if (!successor_owner_accepts(*o, n, caller)) {  // an owned child: n takes o's place
+      r.stats.refused = true;
+      return r;
+    }
+    queues q(*this);
+    if (!q.push(*o)) {  // never added here, or another registry's: diagnosed by push
+      r.stats.refused = true;
+      return r;
+    }
+    std::get<K>(policies_).replace(*o, n);  // throws with nothing changed; the queue is dropped
+    link_owned(n);
+    n.mark_registered();  // cannot fail: uninitialized, checked under this lock
+    detail::registrable_access::set_unlisted_early(*o, true);  // its batch skips the unlist
+    if constexpr (kKeep) adopt_children<K>(*o, n);
+    r.status = replace_status::replaced;
+    r.replaced = true;
+    r.stats = run(q, std::index_sequence_for<Policies...>{});
+    return r;
+  }
+
+  template <class I, bool kKeep, class K, class U>
+  replace_result replace_by_key(const K& key, U& new_obj) {
+    constexpr std::size_t k = slot_of<U>();
+    using T = object_at<k>;
+    static_assert(std::is_same_v<std::remove_cvref_t<decltype(*index<I>().find_locked(key))>, T>,
+                  "rcubatch::registry::try_replace: index I does not hold the new object's type");
+    return replace_core<k, kKeep>([this, &key]() { return index<I>().find_locked(key); }, static_cast<T&>(new_obj),
+                                  "registry::try_replace");
+  }
+
+  /// Requires: the writer lock; `to` took `from`'s place (replace_core). Effects: every child in
+  /// each of from's owned lists moves to the same list of `to`, in order, its owner_hook naming
+  /// `to` (owned_relation::adopt: a reader that follows parent() finds from or to, and from is
+  /// destroyed only after its batch's grace period).
+  template <std::size_t K>
+  static void adopt_children(object_at<K>& from, object_at<K>& to) noexcept {
+    using Rels = detail::owned_lists_t<std::tuple_element_t<K, std::tuple<Policies...>>>;
+    [&]<class... Rs>(std::type_identity<std::tuple<Rs...>>) {
+      (Rs::adopt(from, to), ...);
+    }(std::type_identity<Rels>{});
+  }
+
+  /// Whether obj is freshly constructed (uninitialized, and not `linked` into a list by hand);
+  /// otherwise misuse register_twice, naming caller and role (false under report; nothing changed).
+  static bool is_fresh(const detail::registrable_base& obj, const char* caller, const char* role, bool linked = false) {
+    if (obj.state() == reg_state::uninitialized && !linked) [[likely]]
+      return true;
+    detail::diag_text msg(caller);
+    msg += ": ";
+    msg += role;
+    msg += " is ";
+    msg += linked ? "linked into an owned_list" : to_string(obj.state());
+    msg += "; it must be freshly constructed (nothing was changed)";
+    detail::diagnose(misuse_kind::register_twice, msg.view());
+    return false;
+  }
+
+  /// The children a family member was given (objects or pointers of C), as pointers.
+  /// Throws: std::invalid_argument naming `caller` on a null pointer (nothing changed).
+  template <class C, class Range>
+  static std::vector<C*> family_members(Range& children, const char* caller) {
+    std::vector<C*> out;
+    for (auto&& element : children) {
+      if constexpr (std::is_pointer_v<std::remove_cvref_t<decltype(element)>>) {
+        if (element == nullptr) throw std::invalid_argument(std::string("rcubatch::") + caller + ": a null pointer");
+        out.push_back(static_cast<C*>(element));
+      } else {
+        out.push_back(static_cast<C*>(&element));
+      }
+    }
+    return out;
+  }
+  /// Requires: the writer lock. Whether the parent and every child of a family about to be
+  /// published are freshly constructed (misuse register_twice otherwise, naming `caller` and the
+  /// role: false under report, nothing changed) and each child's owner_hook names the parent or
+  /// nothing. Throws: misuse_error; std::invalid_argument for a child naming another parent.
+  template <class Rel, class C>
+  static bool family_is_fresh(const typename Rel::parent_type& parent, const std::vector<C*>& children,
+                              const char* caller, const char* parent_role, const char* child_role) {
+    if (!is_fresh(parent, caller, parent_role)) return false;
+    for (C* c : children) {
+      if (!is_fresh(*c, caller, child_role)) return false;
+      if (Rel::hook_of(*c).is_linked()) return is_fresh(*c, caller, child_role, /*linked=*/true);
+      const auto* const named = Rel::hook_of(*c).parent();
+      if (named != nullptr && named != &parent)
+        throw std::invalid_argument(std::string("rcubatch::") + caller + ": " + child_role +
+                                    "'s owner_hook names another parent than " + parent_role + " (nothing was changed)");
+    }
+    return true;
+  }
+
+  /// add_with_children's body (see there): children published first, then the parent; any
+  /// refusal undoes every publish in reverse (one grace period if anything was visible).
+  template <std::size_t kp, std::size_t kc, class Rel, class Range>
+  add_result add_family(object_at<kp>& parent, Range& children) {
+    using P = object_at<kp>;
+    using C = object_at<kc>;
+    add_result res;  // refused
+    if (!outside_read_section("add_with_children") || !lock_not_held("registry::add_with_children")) return res;
+    const std::vector<C*> fresh = family_members<C>(children, "registry::add_with_children");
+    std::scoped_lock lock(mutex_);
+    if (!family_is_fresh<Rel>(parent, fresh, "registry::add_with_children", "the parent", "a child")) return res;
+    if constexpr (!std::is_void_v<owner_of<P>>) {  // the parent is itself owned: its owner must accept it
+      if (!owner_accepts<owner_of<P>>(parent, "registry::add_with_children")) {
+        res.status = owner_going_away<owner_of<P>>(parent) ? add_status::parent_gone : add_status::refused;
+        return res;
+      }
+    }
+    if (!has_room<kp>(1) || !has_room<kc>(fresh.size())) {
+      res.status = add_status::full;
+      return res;
+    }
+    auto& pp = std::get<kp>(policies_);
+    auto& cp = std::get<kc>(policies_);
+    std::size_t done = 0;  // children published
+    bool exposed = false;
+    bool parent_published = false;
+    auto undo = [&]() noexcept {
+      while (done > 0) cp.unlist(*fresh[--done]);
+      if (exposed) domain_->synchronize();  // readers may have found a new object: the caller frees them
+    };
+    try {
+      for (C* c : fresh)
+        if (Rel::hook_of(*c).parent() == nullptr) Rel::hook_of(*c).set_parent(parent);
+      for (; done < fresh.size(); ++done) {
+        const publish_result r = detail::to_publish_result(cp.publish(*fresh[done]));
+        if (r != publish_result::published) {
+          exposed = exposed || r == publish_result::refused_after_exposure;
+          break;  // undone by the policy itself
+        }
+        exposed = true;
+      }
+      if (done == fresh.size()) {
+        const publish_result r = detail::to_publish_result(pp.publish(parent));
+        parent_published = r == publish_result::published;
+        exposed = exposed || r == publish_result::refused_after_exposure;
+      }
+    } catch (...) {
+      exposed = true;
+      undo();
+      throw;
+    }
+    if (!parent_published) {
+      undo();
+      res.status = add_status::duplicate;
+      return res;
+    }
+    // --- nothing below fails ---
+    link_owned(parent);
+    parent.mark_registered();
+    for (C* c : fresh) {
+      c->mark_registered();
+      link_owned(*c);
+    }
+    res.status = add_status::added;
+    return res;
+  }
+
   /// replace_with_children's body (see there). One pass applies, remembering each change; a
   /// refusal or an exception undoes them in reverse (each index operation undone by its inverse),
   /// so nothing is left half-published; on success the old version goes through the one teardown
   /// path (run: rollback_many), its objects marked unlisted-early (the swaps unlisted them).
-  template <std::size_t kp, std::size_t kc, class Rel, class Range>
-  replace_result replace_family(object_at<kp>& old_p, object_at<kp>& new_p, Range& new_children) {
+  template <std::size_t kp, std::size_t kc, class Rel, class FindOld, class Range>
+  replace_result replace_family(FindOld&& find_old, object_at<kp>& new_p, Range& new_children) {
     using P = object_at<kp>;
     using C = object_at<kc>;
     auto& pp = std::get<kp>(policies_);
@@ -1034,41 +1571,24 @@ class basic_registry {
       result.stats.refused = true;
       return result;
     }
-    std::vector<C*> fresh;  // the new children, then: [0, swapped) replaced an old one, (paired below)
-    for (auto&& element : new_children) {
-      if constexpr (std::is_pointer_v<std::remove_cvref_t<decltype(element)>>) {
-        if (element == nullptr) throw std::invalid_argument("rcubatch::registry::replace_with_children: a null pointer");
-        fresh.push_back(static_cast<C*>(element));
-      } else {
-        fresh.push_back(static_cast<C*>(&element));
-      }
-    }
+    // the new children, then: [0, swapped) replaced an old one, (paired below)
+    const std::vector<C*> fresh = family_members<C>(new_children, "registry::replace_with_children");
     std::vector<C*> replaced_old(fresh.size(), nullptr);  // per new child: the old one it replaced
     std::scoped_lock lock(mutex_);
     queues q(*this);
-    auto not_fresh = [](const detail::registrable_base& o, const char* what) {
-      detail::diag_text msg("registry::replace_with_children: ");
-      msg += what;
-      msg += " is ";
-      msg += to_string(o.state());
-      msg += "; it must be freshly constructed (nothing was changed)";
-      detail::diagnose(misuse_kind::register_twice, msg.view());
-    };
-    if (new_p.state() != reg_state::uninitialized) {
-      not_fresh(new_p, "the new parent");
-      result.stats.refused = true;
+    P* const found = std::forward<FindOld>(find_old)();  // under the lock (try_replace_with_children: by key)
+    if (found == nullptr) {
+      result.status = replace_status::not_found;
       return result;
     }
-    for (C* c : fresh) {
-      if (c->state() != reg_state::uninitialized || Rel::hook_of(*c).is_linked()) {
-        not_fresh(*c, "a new child");
-        result.stats.refused = true;
-        return result;
-      }
-      P* named = Rel::hook_of(*c).parent();
-      if (named != nullptr && named != &new_p)
-        throw std::invalid_argument("rcubatch::registry::replace_with_children: a new child's owner_hook names another "
-                                    "parent than the new one (nothing was changed)");
+    P& old_p = *found;
+    if (going_away(old_p)) {  // a lost race: a result, not misuse (issue 37)
+      result.status = replace_status::already_unregistering;
+      return result;
+    }
+    if (!family_is_fresh<Rel>(new_p, fresh, "registry::replace_with_children", "the new parent", "a new child")) {
+      result.stats.refused = true;
+      return result;
     }
     // A parent that is itself owned (A owns old_p): new_p takes old_p's place in A's list, as replace's new object.
     if (!successor_owner_accepts(old_p, new_p, "registry::replace_with_children")) {
@@ -1139,6 +1659,7 @@ class basic_registry {
       if (C* old_c = replaced_old[i]) q.template of<C>().push(*old_c);  // unlisted: the queue's own push
     }
     result.replaced = true;
+    result.status = replace_status::replaced;
     result.stats = run(q, std::index_sequence_for<Policies...>{});
     return result;
   }

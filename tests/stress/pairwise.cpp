@@ -644,8 +644,7 @@ class run {
     T* n = new T;
     n->id = o->id;
     if constexpr (k == k_top) n->lone = o->lone;
-    const auto stats = reg_->replace(*o, *n);
-    if (stats.refused) {
+    if (!reg_->replace(*o, *n).replaced) {
       s_.violation(std::string("replace of a registered ") + kKindNames[k] + " refused");
       delete n;
       return;
@@ -746,7 +745,7 @@ class run {
         n->lone = true;
         bool ok = false;
         if (d.what == deferred_delete::replace) {
-          ok = !reg_->replace(*d.obj, *n).refused;
+          ok = reg_->replace(*d.obj, *n).replaced;
         } else {
           std::vector<mid*> none;
           ok = reg_->replace_with_children(*d.obj, *n, none).replaced;
