@@ -226,6 +226,7 @@ endif()
 set(_rcubatch_pkg_templates
   "demo\;common\;."
   "sessions\;\;."
+  "fib\;\;."
   "netdev\;common\;^netdev\\.smoke\\.")
 foreach(_rcubatch_pkg_entry IN LISTS _rcubatch_pkg_templates)
   list(GET _rcubatch_pkg_entry 0 _rcubatch_pkg_name)

@@ -2,7 +2,7 @@
 // batches with two grace periods whatever their number, while readers look sessions up.
 // The part specific to rcubatch is between the two "rcubatch" rulers; the rest is the program.
 #include <rcubatch.hpp>
-#include <rcubatch/index/lfht_index.hpp>
+#include <rcubatch/index/hlist_index.hpp>
 
 #include <atomic>
 #include <cstdint>
@@ -16,21 +16,21 @@
 // ---- rcubatch ----------------------------------------------------------------------------------
 struct stream : rcubatch::registrable<stream> {
   std::uint64_t id;
-  rcubatch::lfht_hook<stream> by_id;
+  rcubatch::hlist_hook<stream> by_id;
 };
 struct session : rcubatch::registrable<session> {
   std::uint64_t id;
   std::string name;
-  rcubatch::lfht_hook<session> by_id, by_name;
+  rcubatch::hlist_hook<session> by_id, by_name;
   std::vector<stream*> streams;  // written under the table's writer lock
 };
 
 struct table {
   std::mutex writer;
   rcubatch::grace_domain<> domain;
-  rcubatch::lfht_index<session, &session::by_id, rcubatch::key_member<&session::id>> sessions;
-  rcubatch::lfht_index<session, &session::by_name, rcubatch::key_member<&session::name>> names;
-  rcubatch::lfht_index<stream, &stream::by_id, rcubatch::key_member<&stream::id>> streams;
+  rcubatch::hlist_index<session, &session::by_id, rcubatch::key_member<&session::id>> sessions;
+  rcubatch::hlist_index<session, &session::by_name, rcubatch::key_member<&session::name>> names;
+  rcubatch::hlist_index<stream, &stream::by_id, rcubatch::key_member<&stream::id>> streams;
 };
 
 struct session_policy {

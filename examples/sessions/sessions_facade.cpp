@@ -2,7 +2,7 @@
 // batch, with the writer lock, the grace domain and the indexes owned by the façade.
 // The part specific to rcubatch is between the two "rcubatch" rulers; the rest is the program.
 #include <rcubatch.hpp>
-#include <rcubatch/index/lfht_index.hpp>
+#include <rcubatch/index/hlist_index.hpp>
 
 #include <atomic>
 #include <cstdint>
@@ -16,17 +16,17 @@
 // ---- rcubatch ----------------------------------------------------------------------------------
 struct stream : rcubatch::registrable<stream> {
   std::uint64_t id;
-  rcubatch::lfht_hook<stream> by_id;
+  rcubatch::hlist_hook<stream> by_id;
 };
 struct session : rcubatch::registrable<session> {
   std::uint64_t id;
   std::string name;
-  rcubatch::lfht_hook<session> by_id, by_name;
+  rcubatch::hlist_hook<session> by_id, by_name;
   std::vector<stream*> streams;  // set before add, then read by the batch only
 };
-using session_ids = rcubatch::lfht_index<session, &session::by_id, rcubatch::key_member<&session::id>>;
-using session_names = rcubatch::lfht_index<session, &session::by_name, rcubatch::key_member<&session::name>>;
-using stream_ids = rcubatch::lfht_index<stream, &stream::by_id, rcubatch::key_member<&stream::id>>;
+using session_ids = rcubatch::hlist_index<session, &session::by_id, rcubatch::key_member<&session::id>>;
+using session_names = rcubatch::hlist_index<session, &session::by_name, rcubatch::key_member<&session::name>>;
+using stream_ids = rcubatch::hlist_index<stream, &stream::by_id, rcubatch::key_member<&stream::id>>;
 
 struct session_policy : rcubatch::indexed<session, session_ids, session_names> {
   void notify(session& s, rcubatch::batch& b) noexcept {

@@ -4,7 +4,7 @@
 // a session is reloaded atomically with its streams while a reader keeps looking it up.
 // The part specific to rcubatch is between the two "rcubatch" rulers; the rest is the program.
 #include <rcubatch.hpp>
-#include <rcubatch/index/lfht_index.hpp>
+#include <rcubatch/index/hlist_index.hpp>
 
 #include <atomic>
 #include <cstdint>
@@ -19,18 +19,18 @@
 struct session;
 struct stream : rcubatch::registrable<stream> {
   std::uint64_t id;
-  rcubatch::lfht_hook<stream> by_id;
+  rcubatch::hlist_hook<stream> by_id;
   rcubatch::owner_hook<session> owner;  // names its session; the table links it into session::streams
 };
 struct session : rcubatch::registrable<session> {
   std::uint64_t id;
   std::string name;
-  rcubatch::lfht_hook<session> by_id, by_name;
+  rcubatch::hlist_hook<session> by_id, by_name;
   rcubatch::owned_list<stream, &stream::owner> streams;  // closed with the session, before it
 };
-using session_ids = rcubatch::lfht_index<session, &session::by_id, rcubatch::key_member<&session::id>>;
-using session_names = rcubatch::lfht_index<session, &session::by_name, rcubatch::key_member<&session::name>>;
-using stream_ids = rcubatch::lfht_index<stream, &stream::by_id, rcubatch::key_member<&stream::id>>;
+using session_ids = rcubatch::hlist_index<session, &session::by_id, rcubatch::key_member<&session::id>>;
+using session_names = rcubatch::hlist_index<session, &session::by_name, rcubatch::key_member<&session::name>>;
+using stream_ids = rcubatch::hlist_index<stream, &stream::by_id, rcubatch::key_member<&stream::id>>;
 struct session_policy : rcubatch::indexed<session, session_ids, session_names>, rcubatch::owning<&session::streams> {};
 using table = rcubatch::registry<session_policy, rcubatch::indexed<stream, stream_ids>>;
 

@@ -30,7 +30,9 @@ struct route_network_of {
   ipv4 operator()(const route& r) const noexcept { return r.prefix.address; }  // route() masked it
 };
 /// The routes of one prefix length in one table, several per network (add, not add_unique: two
-/// devices may have connected routes to the same subnet; the first added is found).
+/// devices may have connected routes to the same subnet; the first added is found). lfht_index,
+/// though every update is under the writer lock, where the README recommends hlist_index: that
+/// one links an add at the head of its chain, so the last route added would be found instead.
 using route_index = rcubatch::lfht_index<route, &route::hook, route_network_of, index_flavor>;
 
 class fib {

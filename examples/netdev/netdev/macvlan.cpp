@@ -19,6 +19,9 @@ void macvlan_port::detach(net_device& mv) noexcept { members_.erase(members_.ite
 
 void macvlan_port::hash_add(net_device& mv) {
   auto& l = std::get<macvlan_link>(mv.link);
+  // A run-time flavor has no grace domain: the tables the hash's resizes replaced are freed here
+  // (one grace period; ndo_open runs outside read-side sections) once there are 8.
+  if (by_mac_.retired_tables() >= 8) by_mac_.reclaim();
   by_mac_.add(mv);  // duplicates allowed, as before: a MAC is not checked unique here
   l.hashed = true;
 }

@@ -18,7 +18,7 @@
 
 namespace netdev {
 
-/// A MAC's bucket: its six bytes, mixed (rculfhash picks buckets from the low bits).
+/// A MAC's bucket: its six bytes, mixed (the index picks buckets from the low bits).
 struct mac_hash {
   unsigned long operator()(const mac_address& m) const noexcept;
 };
@@ -26,7 +26,8 @@ struct mac_hash {
 class macvlan_port : public rcubatch::retire_node {
  public:
   /// Requires: `flavor` outlives the port.
-  explicit macvlan_port(const index_flavor* flavor) : by_mac_(*flavor, {.initial_buckets = 16, .min_buckets = 16}) {
+  explicit macvlan_port(const index_flavor* flavor)
+      : by_mac_(*flavor, rcubatch::hlist_options{.initial_buckets = 16, .min_buckets = 16}) {
     dispose = [](rcubatch::retire_node* self) noexcept { delete static_cast<macvlan_port*>(self); };
   }
 
@@ -50,7 +51,8 @@ class macvlan_port : public rcubatch::retire_node {
   }
 
  private:
-  rcubatch::lfht_index<net_device, &net_device::mac_hook, rcubatch::key_member<&net_device::mac>, index_flavor, mac_hash>
+  // Writer-serialized hash chains (the writer lock), as macvlan's vlan_hash under RTNL.
+  rcubatch::hlist_index<net_device, &net_device::mac_hook, rcubatch::key_member<&net_device::mac>, index_flavor, mac_hash>
       by_mac_;
   boost::intrusive::list<macvlan_link, boost::intrusive::member_hook<macvlan_link, boost::intrusive::list_member_hook<>,
                                                                       &macvlan_link::port_hook>>

@@ -50,7 +50,7 @@ inline constexpr unsigned kEthMinMtu = 68;
 
 using mac_address = std::array<std::uint8_t, 6>;
 
-/// The RCU hash indexes of the example (rcubatch::lfht_index) run on the flavor netsim picks on its
+/// The RCU hash indexes of the example (rcubatch::hlist_index, rcubatch::lfht_index for the FIB) run on the flavor netsim picks on its
 /// command line, so that the link-type code stays in plain, flavor-agnostic .cpp files.
 using index_flavor = rcubatch::lfht_runtime_flavor;
 
@@ -139,12 +139,13 @@ struct net_device : rcubatch::registrable<net_device> {
   const mac_address mac;
   std::atomic<bool> up{false};  // IFF_UP; changed under the writer lock
 
-  // The namespace's indexes (netns.hpp), and the per-type ones: lfht_index hooks are members of
-  // the indexed type, so those of a macvlan and a tunnel sit here rather than in `link`.
+  // The namespace's indexes (netns.hpp), and the per-type ones: index hooks are members of the
+  // indexed type, so those of a macvlan and a tunnel sit here rather than in `link`. All hlist_index:
+  // every update happens under the writer lock (RTNL), as the kernel's hashes do.
   rcubatch::hlist_hook<net_device> name_hook;   // hlist_index: the kernel's dev_name_head
   rcubatch::hlist_hook<net_device> index_hook;  // and dev_index_head, both under the writer lock
-  rcubatch::lfht_hook<net_device> mac_hook;     // macvlan: its port's MAC hash (macvlan.hpp)
-  rcubatch::lfht_hook<net_device> tunnel_hook;  // ipip, gre: the namespace's tunnel table
+  rcubatch::hlist_hook<net_device> mac_hook;     // macvlan: its port's MAC hash (macvlan.hpp)
+  rcubatch::hlist_hook<net_device> tunnel_hook;  // ipip, gre: the namespace's tunnel table
   device_list_node list_node{};  // the namespace's device list (liburcu rculist)
 
   // As a lower device: published with release stores, read by receive-side lookups.

@@ -34,6 +34,8 @@ void netns::publish(net_device& dev) {
 void netns::grow_indexes() {
   if (by_name_.retired_tables() >= kRetiredTablesBeforeReclaim) by_name_.reclaim();
   if (by_index_.retired_tables() >= kRetiredTablesBeforeReclaim) by_index_.reclaim();
+  ipip_.reclaim_retired(kRetiredTablesBeforeReclaim);
+  gre_.reclaim_retired(kRetiredTablesBeforeReclaim);
 }
 
 void netns::reserve_devices(std::size_t more) noexcept {

@@ -5,7 +5,8 @@
 // The kernel keeps four tables (remote+local, remote, local, wildcard) for partial matches; this
 // example keeps the exact-match one only.
 //
-// Thread safety: lookup inside a read-side section; add/remove/contains under the writer lock.
+// Thread safety: lookup inside a read-side section; add/remove/contains under the writer lock,
+// which is why the table is an hlist_index (writer-serialized hash chains, as ip_tunnel's under RTNL).
 #pragma once
 
 #include <cstddef>
@@ -33,7 +34,8 @@ struct tunnel_key_equal {
 class tunnel_table {
  public:
   /// Requires: `flavor` outlives the table.
-  explicit tunnel_table(const index_flavor* flavor) : table_(*flavor, {.initial_buckets = 16, .min_buckets = 16}) {}
+  explicit tunnel_table(const index_flavor* flavor)
+      : table_(*flavor, rcubatch::hlist_options{.initial_buckets = 16, .min_buckets = 16}) {}
 
   /// Adds a tunnel device; false if another one has the same key (nothing changed).
   bool add(net_device& tunnel) { return table_.add_unique(tunnel); }
@@ -43,10 +45,15 @@ class tunnel_table {
   /// Writer side: is this key taken?
   bool contains(const tunnel_params& key) const noexcept { return table_.find_locked(key) != nullptr; }
   std::size_t size() const noexcept { return table_.size(); }
+  /// Writer, outside read-side sections: frees the tables its resizes replaced once there are
+  /// `at_least` (one grace period; hlist_index on a run-time flavor frees them only when asked).
+  void reclaim_retired(std::size_t at_least) {
+    if (table_.retired_tables() >= at_least) table_.reclaim();
+  }
 
  private:
-  rcubatch::lfht_index<net_device, &net_device::tunnel_hook, tunnel_key_of, index_flavor, tunnel_key_hash,
-                       tunnel_key_equal>
+  rcubatch::hlist_index<net_device, &net_device::tunnel_hook, tunnel_key_of, index_flavor, tunnel_key_hash,
+                        tunnel_key_equal>
       table_;
 };
 
