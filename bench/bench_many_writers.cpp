@@ -7,7 +7,10 @@
 // The sweep, BM_ManyWriters/<flavor>/<mode>[/gp:1ms]/threads:<W> (W = 1, 2, 4, 8, Google
 // Benchmark's own ->Threads(W)): one rcubatch::registry (an lfht_index by key) is filled with
 // W x N objects before the timed loop; each of the W writer threads then removes its own N objects
-// one call at a time while one busy memb reader looks up random keys of the registry. Modes:
+// one call at a time while one busy memb reader looks up random keys of the registry. The
+// two-reader sweep, BM_ManyWriters/memb/readers:2/<serialized|sync_combined|async|call_rcu>/threads:<W>
+// (issue 35), is the same with two busy readers: as many as this machine's 2 cores, where
+// combining must still pay. Modes:
 //   serialized           registry::unregister, the writer lock held through the grace periods
 //   unlock_during_waits  the same with registry_options::unlock_during_waits
 //   call_rcu             unlist by hand under the writer lock, then call_rcu per object to free it
@@ -47,7 +50,8 @@
 // asynchronous mode with a budget of --mw_budget_bytes.
 //
 // Pinning: the reader is pinned to the highest CPU this process may use and the writers to the
-// others (when at least two are allowed; --mw_no_pin turns it off). liburcu's call_rcu worker is
+// others (when at least two are allowed; --mw_no_pin turns it off); with readers:2 the second
+// reader is pinned to the next lower CPU (on 2 CPUs: the writers' CPU, which it then shares). liburcu's call_rcu worker is
 // started before any pinning and keeps the full mask, as does the registry's reclaimer (created
 // before its case pins thread 0).
 //
@@ -181,7 +185,8 @@ void free_after_gp(rcu_head* h) {
 // --- CPUs -----------------------------------------------------------------------------------------
 struct cpu_plan {
   bool pinned = false;
-  int reader_cpu = -1;
+  int reader_cpu = -1;         // the first reader's
+  int second_reader_cpu = -1;  // readers:2's second reader's: the next allowed CPU below reader_cpu
   cpu_set_t all{};
   cpu_set_t writers{};
   std::string text;
@@ -203,6 +208,11 @@ cpu_plan make_cpu_plan(bool pin) {
   for (int c = CPU_SETSIZE - 1; c >= 0; --c)
     if (CPU_ISSET(c, &p.all)) {
       p.reader_cpu = c;
+      break;
+    }
+  for (int c = p.reader_cpu - 1; c >= 0; --c)
+    if (CPU_ISSET(c, &p.all)) {
+      p.second_reader_cpu = c;
       break;
     }
   p.writers = p.all;
@@ -243,11 +253,13 @@ struct key_window {
   std::atomic<std::uint64_t> hi{1};
 };
 
-/// One memb reader looking up random keys of the window in a tight loop, pinned to the reader CPU.
+/// One memb reader looking up random keys of the window in a tight loop, pinned to `cpu` (the
+/// plan's reader CPU by default; none when not pinned).
 template <class Registry>
 class busy_reader {
  public:
-  busy_reader(Registry& reg, const key_window& window) : reg_(reg), window_(window) {
+  busy_reader(Registry& reg, const key_window& window, int cpu = g_cpus.reader_cpu)
+      : reg_(reg), window_(window), cpu_(cpu), seed_(0x9E3779B97F4A7C15ull ^ static_cast<std::uint64_t>(cpu + 1)) {
     thread_ = std::thread([this] { run(); });
     while (!started_.load(std::memory_order_acquire)) std::this_thread::yield();
   }
@@ -264,14 +276,14 @@ class busy_reader {
  private:
   void run() {
     rcubatch::thread_registration<memb> registration;
-    if (g_cpus.pinned) {
+    if (g_cpus.pinned && cpu_ >= 0) {
       cpu_set_t one;
       CPU_ZERO(&one);
-      CPU_SET(g_cpus.reader_cpu, &one);
+      CPU_SET(cpu_, &one);
       pin_self(one);
     }
     started_.store(true, std::memory_order_release);
-    std::uint64_t x = 0x9E3779B97F4A7C15ull, done = 0, sink = 0;
+    std::uint64_t x = seed_, done = 0, sink = 0;
     while (!stop_.load(std::memory_order_relaxed)) {
       for (int k = 0; k < 64; ++k) {
         x ^= x << 13;
@@ -292,6 +304,8 @@ class busy_reader {
 
   Registry& reg_;
   const key_window& window_;
+  const int cpu_;
+  const std::uint64_t seed_;  // two readers draw different keys
   std::thread thread_;
   std::atomic<bool> started_{false};
   alignas(64) std::atomic<bool> stop_{false};
@@ -399,7 +413,7 @@ struct sweep_fixture {
   std::unique_ptr<reclaimer_t<Flavor>> reclaimer;  // async, sync_combined; destroyed before reg
   key_window window;
   std::vector<mw_object*> objects;  // iteration k, thread t: [(k * W + t) * N, +N)
-  std::unique_ptr<busy_reader<registry_t>> reader;
+  std::vector<std::unique_ptr<busy_reader<registry_t>>> readers;  // 1, or 2 (readers:2)
   std::atomic<std::uint64_t> start_ns{0};
   std::mutex merge_mutex;
   latency_histogram submit_latency;
@@ -409,9 +423,18 @@ struct sweep_fixture {
 template <class Flavor>
 std::unique_ptr<sweep_fixture<Flavor>> g_sweep;
 
+/// Every reader's lookups so far.
+template <class Fixture>
+std::uint64_t lookups_of(const Fixture& f) {
+  std::uint64_t n = 0;
+  for (const auto& r : f.readers) n += r->lookups();
+  return n;
+}
+
 /// One removal in mode m. Returns false if the library refused it (it never should here).
+/// Never inlined: bench/callgrind_per_submit.sh counts the instructions inside it per request.
 template <class Registry, class Reclaimer>
-bool remove_one(Registry& reg, [[maybe_unused]] Reclaimer* reclaimer, mode m, mw_object& o) {
+[[gnu::noinline]] bool remove_one(Registry& reg, [[maybe_unused]] Reclaimer* reclaimer, mode m, mw_object& o) {
   switch (m) {
     case mode::serialized:
     case mode::unlock_during_waits:
@@ -436,7 +459,7 @@ bool remove_one(Registry& reg, [[maybe_unused]] Reclaimer* reclaimer, mode m, mw
 }
 
 template <class Flavor>
-void bm_many_writers(benchmark::State& st, mode m, std::size_t per_thread) {
+void bm_many_writers(benchmark::State& st, mode m, std::size_t per_thread, int readers) {
   const auto writers = static_cast<std::size_t>(st.threads());
   const auto me = static_cast<std::size_t>(st.thread_index());
   // The registry's flavor wraps memb and takes memb's registration (sim_gp_flavor.hpp).
@@ -458,11 +481,13 @@ void bm_many_writers(benchmark::State& st, mode m, std::size_t per_thread) {
     }
     f->window.lo.store(1, std::memory_order_relaxed);
     f->window.hi.store(total + 1, std::memory_order_relaxed);
-    f->reader = std::make_unique<busy_reader<typename sweep_fixture<Flavor>::registry_t>>(*f->reg, f->window);
+    using reader_t = busy_reader<typename sweep_fixture<Flavor>::registry_t>;
+    f->readers.push_back(std::make_unique<reader_t>(*f->reg, f->window));
+    if (readers == 2) f->readers.push_back(std::make_unique<reader_t>(*f->reg, f->window, g_cpus.second_reader_cpu));
     f->gps0 = Flavor::synchronizes();
     f->gp_ns0 = Flavor::synchronize_ns();
     f->domain_gps0 = f->domain.stats().grace_periods;
-    f->lookups0 = f->reader->lookups();
+    f->lookups0 = lookups_of(*f);
     g_sweep<Flavor> = std::move(f);
   }
   writer_pinning pinning;
@@ -495,8 +520,8 @@ void bm_many_writers(benchmark::State& st, mode m, std::size_t per_thread) {
   if (m == mode::async) f.reclaimer->drain();  // everything submitted is destroyed
 #endif
   const std::uint64_t end = now_ns();
-  const std::uint64_t lookups = f.reader->lookups() - f.lookups0;
-  f.reader->stop();
+  const std::uint64_t lookups = lookups_of(f) - f.lookups0;
+  for (auto& r : f.readers) r->stop();
 
   const auto objects = static_cast<double>(writers * per_thread * iteration);
   const double start = static_cast<double>(f.start_ns.load());
@@ -512,6 +537,7 @@ void bm_many_writers(benchmark::State& st, mode m, std::size_t per_thread) {
   c["objects"] = objects;
   c["objects_per_thread"] = static_cast<double>(per_thread);
   c["writers"] = static_cast<double>(writers);
+  c["readers"] = static_cast<double>(readers);
   c["objects_per_s"] = objects / ((static_cast<double>(end) - start) * 1e-9);
   c["submit_objects_per_s"] = objects / ((static_cast<double>(loop_end) - start) * 1e-9);
   c["gps_per_object"] = m == mode::call_rcu ? -1.0 : gps / objects;
@@ -528,7 +554,7 @@ void bm_many_writers(benchmark::State& st, mode m, std::size_t per_thread) {
   c["destroy_p50_us"] = destroy.quantile(0.50) * 1e-3;
   c["destroy_p99_us"] = destroy.quantile(0.99) * 1e-3;
   c["peak_pending_bytes"] = static_cast<double>(f.counters.peak_pending_bytes.load());
-  c["reader_lookups_per_s"] = static_cast<double>(lookups) / ((static_cast<double>(end) - start) * 1e-9);
+  c["reader_lookups_per_s"] = static_cast<double>(lookups) / ((static_cast<double>(end) - start) * 1e-9);  // all readers
   report_async_stats<Flavor>(st, f.reclaimer.get());
   g_sweep<Flavor>.reset();  // every object is destroyed: the registry is empty
   g_case.store(nullptr, std::memory_order_relaxed);
@@ -547,7 +573,21 @@ void register_sweep(const char* suffix, std::size_t per_thread) {
   for (mode m : modes) {
     const std::string name = std::string("BM_ManyWriters/memb/") + to_string(m) + suffix;
     benchmark::RegisterBenchmark(name.c_str(), [m, per_thread](benchmark::State& st) {
-      bm_many_writers<Flavor>(st, m, per_thread);
+      bm_many_writers<Flavor>(st, m, per_thread, 1);
+    })->Threads(1)->Threads(2)->Threads(4)->Threads(8)->Unit(benchmark::kMillisecond);
+  }
+}
+
+/// Issue 35's sweep with two busy readers (real memb GPs): BM_ManyWriters/memb/readers:2/<mode>.
+void register_two_reader_sweep(std::size_t per_thread) {
+  std::vector<mode> modes{mode::serialized};
+  if (RCUBATCH_BENCH_HAVE_ASYNC) modes.push_back(mode::sync_combined);
+  if (RCUBATCH_BENCH_HAVE_ASYNC) modes.push_back(mode::async);
+  modes.push_back(mode::call_rcu);
+  for (mode m : modes) {
+    const std::string name = std::string("BM_ManyWriters/memb/readers:2/") + to_string(m);
+    benchmark::RegisterBenchmark(name.c_str(), [m, per_thread](benchmark::State& st) {
+      bm_many_writers<memb_counted>(st, m, per_thread, 2);
     })->Threads(1)->Threads(2)->Threads(4)->Threads(8)->Unit(benchmark::kMillisecond);
   }
 }
@@ -707,6 +747,7 @@ int main(int argc, char** argv) {
 
   register_sweep<memb_counted>("", g_opt.objects_per_thread);
   register_sweep<memb_gp1ms>("/gp:1ms", g_opt.objects_per_thread_gp1ms);
+  register_two_reader_sweep(g_opt.objects_per_thread);
   register_producer();
 
   int gb_argc = static_cast<int>(args.size());

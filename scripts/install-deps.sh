@@ -14,6 +14,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   doxygen  # the API reference (cmake --build <build> --target docs)
   systemtap-sdt-dev  # <sys/sdt.h>: the static probes compile in where it is (docs/observability.md)
+  spin  # the model checker of formal-model/ (ctest -L model)
 )
 bench_peer_packages=(libcds-dev libdpdk-dev python3-matplotlib)
 trace_packages=(bpftrace)  # scripts/rcubatch-trace (it falls back to perf, which it does not install)
