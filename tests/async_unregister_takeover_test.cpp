@@ -289,5 +289,54 @@ TEST_F(takeover, a_held_object_does_not_block_its_holders_submits_on_a_small_bud
   a_held_object_does_not_stall_the_objects_after_it(16 * sizeof(item));
 }
 
+// --- item 5: mutants the suite did not kill ----------------------------------------------------
+
+TEST_F(takeover, try_unregister_of_an_object_waiting_in_an_unattached_reclaimer_is_a_lost_race_not_misuse) {
+  std::atomic<int> destroyed{0};
+  g_destroyed = &destroyed;
+  item_registry reg;  // the default misuse policy: throw_error
+  async_unregister reclaimer(reg, manual());
+  item* x = add_item(reg, 1);
+  ASSERT_TRUE(reclaimer.submit(*x));
+  unregister_result r;
+  EXPECT_NO_THROW(r = reg.try_unregister(*x));
+  EXPECT_EQ(r.status, unregister_status::already_unregistering);
+  EXPECT_EQ(r.missed, 1u);
+  EXPECT_EQ(destroyed.load(), 0);
+  reclaimer.drain();
+  EXPECT_EQ(destroyed.load(), 1);
+  g_destroyed = nullptr;
+}
+
+/// Runs a grace period inside submit's unlist, before the object leaves its index, when asked:
+/// a reader that finds the object after that grace period began is not covered by it.
+std::atomic<bool> g_gp_in_unlist{false};
+grace_domain<CF>* g_domain = nullptr;
+struct gp_in_unlist_items : counted_items {
+  void unlist(item& i) noexcept {
+    if (g_gp_in_unlist) g_domain->synchronize();
+    indexed<item, by_id>::unlist(i);
+  }
+};
+
+TEST_F(takeover, a_grace_period_during_submits_unlist_does_not_let_its_batch_skip_grace_period_1) {
+  std::atomic<int> destroyed{0};
+  g_destroyed = &destroyed;
+  basic_registry<CF, std::mutex, gp_in_unlist_items> reg;
+  g_domain = &reg.domain();
+  async_unregister reclaimer(reg, manual());
+  item* x = add_item(reg, 1);
+  g_gp_in_unlist = true;
+  ASSERT_TRUE(reclaimer.submit(*x));
+  g_gp_in_unlist = false;
+  const auto before = CF::synchronizes();
+  EXPECT_EQ(reclaimer.run_now(), 1u);
+  EXPECT_EQ(reclaimer.stats().gps_pipelined, 0u) << "the GP began before the unlist: it does not cover it";
+  EXPECT_EQ(CF::synchronizes() - before, 1u) << "grace period #1 ran";
+  EXPECT_EQ(destroyed.load(), 1);
+  g_destroyed = nullptr;
+  g_domain = nullptr;
+}
+
 }  // namespace
 }  // namespace rcubatch::test

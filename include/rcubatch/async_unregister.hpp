@@ -742,7 +742,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     std::optional<gp_cookie> unlisted_before;  // taken after the last submit's unlist
   };
   /// One set of queues and its requests: the current one (submits), or one a batch runs on.
-  struct slot {
+  struct queue_slot {
     pending_queues queues;
     generation requests;
     bool busy = false;
@@ -1197,8 +1197,8 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
 
   std::size_t run_batch_unlocked() {
     std::unique_lock writer(registry_.writer_lock());  // offline while waiting under qsbr
-    slot* const next = free_slot();                    // may allocate: before anything changes
-    slot& taking = *current_;
+    queue_slot* const next = free_slot();                    // may allocate: before anything changes
+    queue_slot& taking = *current_;
     std::size_t requests = 0;
     park_state park;
     {
@@ -1318,7 +1318,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
   /// took some over (a cascade, an owned parent's batch) before this batch ran — legal
   /// (reclaim_protocol.hpp): that batch destroys them, and the tickets complete once they are
   /// destroyed (ticket_completion).
-  static std::size_t queued_count(const slot& s) noexcept {
+  static std::size_t queued_count(const queue_slot& s) noexcept {
     return std::apply([](const auto&... q) { return (q.size() + ... + 0); }, s.queues);
   }
 
@@ -1528,19 +1528,19 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
 
   // Under the registry's writer lock: the slots (submits fill current_'s; a batch runs on the one
   // it took, busy until it ends — a parked batch keeps its slot, so there may be more than two).
-  std::vector<std::unique_ptr<slot>> slots_;
-  slot* current_ = nullptr;  // written under the writer lock and m_; read under either
+  std::vector<std::unique_ptr<queue_slot>> slots_;
+  queue_slot* current_ = nullptr;  // written under the writer lock and m_; read under either
 
   /// A slot whose queues tell this reclaimer when a batch takes one of their objects over.
-  std::unique_ptr<slot> make_slot() {
-    auto s = std::make_unique<slot>();
+  std::unique_ptr<queue_slot> make_slot() {
+    auto s = std::make_unique<queue_slot>();
     std::apply([this](auto&... q) { (detail::queue_access::set_takeover(detail::queue_access::base(q), this), ...); },
                s->queues);
     return s;
   }
   /// Requires: the writer lock. A slot no batch runs on, other than current_ (a new one when
   /// every other is busy: batches parked). Throws: std::bad_alloc (nothing changed).
-  slot* free_slot() {
+  queue_slot* free_slot() {
     for (const auto& s : slots_)
       if (!s->busy && s.get() != current_) return s.get();
     slots_.push_back(make_slot());
