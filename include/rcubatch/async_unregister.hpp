@@ -94,7 +94,8 @@
 // Memory budget: each request is charged an estimate of its object's bytes — the policy's
 // optional `std::size_t pending_bytes(const T&)` hook (checked by shape: a member of that name
 // that cannot be called so is a compile error), sizeof(T) without one — from submit
-// until its batch ends (destroyed). A submit that would take the charged total above
+// until its batch ends (destroyed), or parks (below: its held objects are their holders' then,
+// so a holder's own submits never wait for its put). A submit that would take the charged total above
 // async_options::budget_bytes blocks until enough batches end (over_budget::block), or is
 // refused at once, nothing changed (over_budget::refuse: an empty ticket). One request is
 // always admitted when nothing is charged, so an object larger than the budget cannot deadlock;
@@ -114,7 +115,28 @@
 // thread's delete of the same object: a lost race is a result (already_unregistering, not_found),
 // not misuse; by key, the lookup happens under the writer lock, so nobody touches freed memory.
 //
-// Tickets complete in submit order (a batch takes every request pending when it starts).
+// Take-over (issue 35). A submitted object waits in this reclaimer's queue, unlisted, with
+// going_away() true and state() still registered; a submitted owned child stays in its parent's
+// list. If another batch reaches it first — a cascade (batch::queue from a parent's notify), its
+// owned parent's batch, this reclaimer's own batch of its parent — that batch takes it over and
+// destroys it (it skips the unlist: the mark). Legal, not misuse; its ticket completes only once
+// it is destroyed (the taking batch tells this reclaimer after the destroy: a node tied to the
+// object, detail/reclaim_protocol.hpp). So a parent's batch never waits for a child's batch that
+// may not run (a manual reclaimer nobody runs, a writer lock the parent's drain holds, the
+// reclaimer's own next batch). A second delete of a submitted object (registry::try_unregister,
+// try_submit) is a lost race: already_unregistering.
+//
+// Parking. A batch whose ref drain goes to sleep on objects still held (a packet queued to
+// userspace) parks: it releases the run — the next batch may start, on a caller that waits,
+// run_now, or a runner (in background mode a spare runner thread starts when none is idle) — and
+// its bytes leave the budget; its drain goes on, on the thread that ran it, and destroys each
+// held object at its last put (as the kernel keeps a device waiting for its references on the
+// todo list while the rest proceeds). With hold_lock_through_drain the writer lock is still held
+// through that drain: the batches behind it wait for the lock.
+//
+// Tickets complete in submit order (a batch takes every request pending when it starts): a ticket
+// completes once its object and the objects of every earlier ticket are destroyed, so a wait on a
+// ticket behind a parked batch waits for that batch's holders. The protocol: reclaim_protocol.hpp.
 // Ordering: everything a submitter did before submit(obj) happens-before obj's destroy; obj's
 // destroy happens-before the return of wait/poll == true/drain for its ticket.
 //
@@ -124,10 +146,8 @@
 // (queued_in_other_queue), submit / wait / drain / unregister inside a read-side section of the
 // flavor (blocking_in_read_section), poll / wait on an empty ticket, another reclaimer's ticket
 // or one never issued (foreign_cookie; under report poll answers true and wait returns), an
-// object registered in another registry (wrong_registry). Another writer's batch
-// (registry::unregister*, rollback_many by hand) may take over a submitted object through a
-// cascade before its batch runs: that batch skips its unlist (the mark) and destroys it, and this
-// reclaimer's next batch reports (queued_in_other_queue) that its ticket may complete first.
+// object registered in another registry (wrong_registry). A batch taking over a submitted object
+// is not misuse (Take-over, above).
 // Hooks run under the writer lock except destroy (which runs without it unless
 // hold_lock_through_drain): a hook must not call this object's members, except submit() from
 // destroy. wait, unregister, drain, run_now and run_if_due from any hook of this reclaimer's batch,
@@ -401,8 +421,9 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
   /// indexes' flavor), outside read-side sections, and not inside a hook of a running batch that
   /// holds the writer lock (destroy is fine).
   /// Effects: under the writer lock runs the policy's validate, charges obj's bytes against the
-  /// budget, records the request and runs the policy's unlist (lookups miss obj from here on),
-  /// and returns its ticket; if the bytes do not fit, it releases the lock first and blocks or is
+  /// budget, records the request and runs the policy's unlist (lookups miss obj from here on;
+  /// obj.going_away() is true; an owned child stays in its parent's list: Take-over in the file
+  /// comment), and returns its ticket; if the bytes do not fit, it releases the lock first and blocks or is
   /// refused (see the file comment), then tries again. obj is destroyed later, by a batch. Refused (empty ticket, nothing changed): over_budget::refuse and the budget full;
   /// misuse under misuse_policy::report.
   /// Throws: misuse_error (throw_error) for the misuse above; what validate throws;
@@ -602,16 +623,14 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
       }
       {
         seq = ++issued_;
-        ++pending_;
-        pending_bytes_ += bytes;
         g.bytes += bytes;
-        if (pending_ == 1) oldest_ = now;
+        if (pending() == 1) oldest_ = now;
         high_water_count_ = std::max(high_water_count_, outstanding_count());
         if (detail::t_running_batch_of == this) ++hook_submits_;
         // Wake the reclaimer on the first request (it arms the age timer) and when a threshold is
         // crossed, not on every request past it: a notify per submit costs more than the submit.
-        wake = pending_ == 1 || pending_ == options_.batch_count ||
-               (pending_bytes_ >= options_.batch_bytes && pending_bytes_ - bytes < options_.batch_bytes);
+        wake = pending() == 1 || pending() == options_.batch_count ||
+               (g.bytes >= options_.batch_bytes && g.bytes - bytes < options_.batch_bytes);
         wake_blocked = blocked_now_ > 0;
       }
     }
@@ -757,6 +776,10 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     }
   }
 
+  /// Requires: m_. Requests submitted and not yet taken by a batch; their bytes are
+  /// current_->requests.bytes (written under m_ too).
+  std::size_t pending() const noexcept { return static_cast<std::size_t>(issued_ - taken_); }
+
   std::size_t outstanding_count() const noexcept {
     return static_cast<std::size_t>(issued_ - completion_.completed()) + direct_in_flight_;
   }
@@ -846,7 +869,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
       RCUBATCH_PROBE(async_budget_block, id_, bytes, charged_bytes_);
       work_cv_.notify_all();
       while (!fits(bytes)) {
-        if (options_.mode == reclaim_mode::manual && !running_ && pending_ > 0) {
+        if (options_.mode == reclaim_mode::manual && !running_ && pending() > 0) {
           run_claimed(lock);
           continue;
         }
@@ -893,8 +916,8 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
 
   /// Requires: m_ held. A batch should start now (if none is running).
   bool due(clock::time_point now) const noexcept {
-    if (pending_ == 0) return false;
-    if (pending_ >= options_.batch_count || pending_bytes_ >= options_.batch_bytes) return true;
+    if (pending() == 0) return false;
+    if (pending() >= options_.batch_count || current_->requests.bytes >= options_.batch_bytes) return true;
     if (blocked_now_ > 0 || flush_through_ > taken_ || stop_) return true;
     return now >= age_deadline();
   }
@@ -953,7 +976,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
       const std::size_t bucket = seq <= completion_.settled() ? 2 : in_slot;
       ++asleep_for_[bucket];
       wait_offline(done_cv_, lock);
-      if (--asleep_for_[bucket] == 0 && bucket == in_slot && !running_ && pending_ > 0 &&
+      if (--asleep_for_[bucket] == 0 && bucket == in_slot && !running_ && pending() > 0 &&
           in_slot == (batches_started_ & 1))
         done_cv_.notify_all();  // the last caller released by the batch that ended is up: lead the next
     }
@@ -1009,7 +1032,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     detail::t_reclaimer_thread_of = this;
     std::unique_lock lock(m_);
     for (;;) {
-      if (stop_ && pending_ == 0) return;
+      if (stop_ && pending() == 0) return;
       const auto now = clock::now();
       if (!running_ && due(now)) {
         try {
@@ -1020,7 +1043,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
         continue;
       }
       ++idle_runners_;
-      if (pending_ > 0 && !running_) {
+      if (pending() > 0 && !running_) {
         wait_offline_until(work_cv_, lock, age_deadline());
       } else {
         wait_offline(work_cv_, lock);
@@ -1084,7 +1107,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
   bool claim_direct(std::size_t bytes) {
     std::scoped_lock lock(m_);
     note_came_back();
-    if (running_ || pending_ != 0 || blocked_now_ != 0 || callers_away_ != 0 || !fits(bytes)) return false;
+    if (running_ || pending() != 0 || blocked_now_ != 0 || callers_away_ != 0 || !fits(bytes)) return false;
     running_ = true;
     ++batches_started_;
     charged_bytes_ += bytes;
@@ -1158,7 +1181,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
         // Its one caller is this thread, inside this object until it returns.
         detail::t_released_by_batch = note_batch_released(detail::g_next_generation_id.fetch_add(1, std::memory_order_relaxed), 1);
       }
-      more = pending_ > 0;
+      more = pending() > 0;
     }
     done_cv_.notify_all();  // callers that submitted meanwhile lead the next batch
     if (more) work_cv_.notify_all();
@@ -1203,15 +1226,13 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     park_state park;
     {
       std::scoped_lock lock(m_);
-      if (pending_ == 0) {
+      if (pending() == 0) {
         running_ = false;
         done_cv_.notify_all();
         return 0;
       }
-      requests = pending_;
+      requests = pending();
       park = park_state{taken_, issued_, taking.requests.bytes, false};
-      pending_ = 0;
-      pending_bytes_ = 0;
       taken_ = issued_;
       current_ = next;
       ++batches_started_;
@@ -1256,7 +1277,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
         note_batch_released(park.id, released);
         released_inside_ += released;
       }
-      more = pending_ > 0;
+      more = pending() > 0;
     }
     done_cv_.notify_all();
     if (more) work_cv_.notify_all();  // requests that came meanwhile: the background thread's timer
@@ -1559,8 +1580,6 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
   std::vector<std::thread> spares_;       // runners started when a batch parked (joined last)
   std::uint64_t flush_through_ = 0;  // drain: batches are due until taken_ reaches it
   std::uint64_t hook_submits_ = 0;   // submits made from this reclaimer's own hooks
-  std::size_t pending_ = 0;          // requests not yet taken (issued_ - taken_)
-  std::size_t pending_bytes_ = 0;    // their bytes
   detail::mutex_written_count charged_bytes_;  // bytes of requests not yet completed (and reservations)
   std::size_t high_water_count_ = 0;
   std::size_t high_water_bytes_ = 0;
