@@ -316,7 +316,7 @@ MUTANTS = [
      "    detail::registrable_access::set_unlisted_early(t, true);  // whichever batch takes it skips unlist\n"
      "    if constexpr (!std::is_void_v<detail::owner_relation_t<T, Policies...>>)\n"
      "      detail::unlink_from_owner<detail::owner_relation_t<T, Policies...>>(t);\n",
-     tk("owned_takeover\\.a_parent_deleted_after_its_child_was_submitted_to_a_manual_reclaimer_takes_the_child_over")),
+     ow("a_parent_deleted_after_its_child_was_submitted_to_a_manual_reclaimer_takes_the_child_over")),
 ]
 
 

@@ -28,6 +28,7 @@
 
 #include "support/cascade.hpp"
 #include "support/counting.hpp"
+#include "support/gp_gate.hpp"
 #include "support/indexed_item.hpp"
 #include "support/misuse_capture.hpp"
 #include "support/objects.hpp"
@@ -428,40 +429,8 @@ TEST_F(async_counting, destroying_the_reclaimer_with_work_pending_destroys_it_al
 
 // --- the memory budget ---------------------------------------------------------------------------
 
-/// Holds the counting flavor's grace periods closed until open(), so a test can act while a
-/// batch is inside its GP (wait_entered) without timing anything. Installs the hook for its
-/// lifetime; GPs after open() pass straight through.
-class gp_gate {
- public:
-  gp_gate() { CF::on_synchronize = [this] { hold(); }; }
-  ~gp_gate() { CF::on_synchronize = nullptr; }
-  gp_gate(const gp_gate&) = delete;
-  gp_gate& operator=(const gp_gate&) = delete;
-
-  void wait_entered() { entered_.wait(); }
-  void open() {
-    {
-      std::scoped_lock l(m_);
-      open_ = true;
-    }
-    cv_.notify_all();
-  }
-
- private:
-  void hold() {
-    std::unique_lock l(m_);
-    if (!entered_counted_) {
-      entered_counted_ = true;
-      entered_.count_down();
-    }
-    cv_.wait(l, [this] { return open_; });
-  }
-  std::latch entered_{1};
-  std::mutex m_;
-  std::condition_variable cv_;
-  bool entered_counted_ = false;
-  bool open_ = false;
-};
+/// Holds CF's grace periods closed until open() (support/gp_gate.hpp).
+using gp_gate = gp_gate_of<CF>;
 
 TEST_F(async_counting, the_budget_blocks_a_submitter_until_the_batch_holding_the_bytes_ends) {
   ledger book(8);

@@ -941,15 +941,17 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     if (completion_.completed() >= seq) return;
     // Counted by the batch its request is in: the running one (taken) or the next (pending).
     const std::size_t in_slot = static_cast<std::size_t>(taken_ >= seq ? batches_started_ : batches_started_ + 1) & 1;
-    // Counted in callers_in_ until its batch ends (note_batch_released moves it to
-    // released_inside_), then until it returns. m_ is held at every exit, a throw included.
+    // Counted in callers_in_ until its batch ends or parks (end_batch, park_batch move it to
+    // released_inside_), then until it returns; a caller whose batch already ended or parked
+    // (its ticket waits for a parked batch or a taken-over object) is counted in released_inside_
+    // at once. m_ is held at every exit, a throw included.
     struct counted_caller {
       async_unregister& self;
       std::uint64_t seq;
       std::size_t slot;
       ~counted_caller() { --(self.completion_.completed() >= seq ? self.released_inside_ : self.callers_in_[slot]); }
     } const counted{*this, seq, in_slot};
-    ++callers_in_[in_slot];
+    ++(seq <= completion_.settled() ? released_inside_ : callers_in_[in_slot]);
     bool yielded = false;
     while (completion_.completed() < seq) {
       if (!running_ && taken_ < seq && released_still_asleep() == 0) {
