@@ -51,6 +51,7 @@ GD = "include/rcubatch/grace_domain.hpp"
 RC = "include/rcubatch/ref_count.hpp"
 RD = "include/rcubatch/ref_drain.hpp"
 AU = "include/rcubatch/async_unregister.hpp"
+UC = "include/rcubatch/detail/unregister_combiner.hpp"
 RG = "include/rcubatch/registry.hpp"
 RB = "include/rcubatch/registrable.hpp"
 WL = "include/rcubatch/detail/writer_lock.hpp"
@@ -71,6 +72,11 @@ GP2_CALL = "    if (needs_grace_period_2(unlinked)) grace_period_2();"
 def au(regex):
     """A test of tests/async_unregister_test.cpp (the async_counting fixture) by its whole name."""
     return ("async_unregister_test", r"^async_unregister\.async_counting\.(" + regex + ")$")
+
+
+def tk(regex):
+    """A test of tests/async_unregister_takeover_test.cpp (issue 35) by its fixture and name."""
+    return ("async_unregister_takeover_test", r"^async_unregister_takeover\.(" + regex + ")$")
 
 
 def ow(regex):
@@ -174,13 +180,13 @@ MUTANTS = [
      ("lanes_test", r"^lanes\.rollback_many_lanes\.")),
     # Issue 22.
     ("ticket_completed_before_destroy", AU,
-     "      taken_ = through;", "      taken_ = through;\n      completed_ = through;",
+     "      taken_ = issued_;\n", "      taken_ = issued_;\n      completion_.batch_ended(park.after, park.through, false, false);\n",
      au("a_ticket_completes_only_after_its_object_was_destroyed")),
     ("validate_throw_leaves_object_queued", AU,
-     "        q.remove(t);\n        throw;", "        throw;",
+     "      q.remove(t);\n      throw;", "      throw;",
      au("a_submit_whose_validate_throws_leaves_the_object_registered_and_unqueued")),
     ("submit_does_not_mark_unlisted_early", AU,
-     "      detail::registrable_access::set_unlisted_early(t, true);  // whichever batch takes it skips unlist\n",
+     "    detail::registrable_access::set_unlisted_early(t, true);  // whichever batch takes it skips unlist\n",
      "", au("a_combined_batch_of_many_threads_costs_two_grace_periods|"
             "every_object_is_destroyed_exactly_once_across_threads|"
             "a_new_object_at_a_reused_address_is_still_unlisted_by_its_batch")),
@@ -196,7 +202,7 @@ MUTANTS = [
      "const bool from_own_hook = detail::t_running_batch_of == this;", "const bool from_own_hook = false;",
      au("submit_from_destroy_is_never_held_up_by_the_budget")),
     ("blocked_manual_submitter_never_woken", AU,
-     "      if (wake_blocked) done_cv_.notify_all();", "      (void)wake_blocked;",
+     "    if (wake_blocked) done_cv_.notify_all();", "    (void)wake_blocked;",
      au("a_manual_submitter_blocked_by_the_budget_is_woken_by_the_next_submit")),
     ("has_tied_bit_dropped_on_state_change", RB,
      "const unsigned char keep = o.state_.load(std::memory_order_relaxed) & registrable_base::kHasTied;",
@@ -422,6 +428,35 @@ MUTANTS += [  # issue 37: registry semantics, round 2 (each killed by hand on 20
     ("membership_group_leaves_edges_in_members", "include/rcubatch/membership.hpp",
      "      of_member.erase(of_member.iterator_to(*e));\n", "",
      ("membership_test", r"^membership\.")),
+    # Issue 35: the reclaimer's take-over, parked batches, and three survivors of the suite.
+    ("reclaimer_dtor_does_not_wait_for_registry_calls", UC,
+     "    for (std::size_t n = in_flight_.load(); n != 0; n = in_flight_.load()) in_flight_.wait(n);\n", "",
+     ("async_unregister_attached_test",
+      r"^async_unregister_attached\.attached\.the_reclaimers_destructor_waits_for_a_registry_call_in_flight_through_it$")),
+    ("queued_object_try_unregister_is_misuse", RG,
+     "(st != reg_state::registered || detail::registrable_access::owner(base) != nullptr)) {",
+     "(st != reg_state::registered)) {",
+     tk("takeover\\.try_unregister_of_an_object_waiting_in_an_unattached_reclaimer_is_a_lost_race_not_misuse")),
+    ("pipelined_cookie_taken_before_unlist", AU,
+     "    detail::hooks_of<policy_at<k>, T>{registry_.template policy<policy_at<k>>()}.unlist(t);\n"
+     "    detail::registrable_access::set_unlisted_early(t, true);  // whichever batch takes it skips unlist\n"
+     "    g.unlisted_before = registry_.domain().snapshot();\n",
+     "    g.unlisted_before = registry_.domain().snapshot();\n"
+     "    detail::hooks_of<policy_at<k>, T>{registry_.template policy<policy_at<k>>()}.unlist(t);\n"
+     "    detail::registrable_access::set_unlisted_early(t, true);  // whichever batch takes it skips unlist\n",
+     tk("takeover\\.a_grace_period_during_submits_unlist_does_not_let_its_batch_skip_grace_period_1")),
+    ("takeover_not_told", BA,
+     "    if (from != nullptr) tell_takeover(*from, r);\n", "",
+     tk("takeover\\.a_submitted_stream_taken_by_its_sessions_cascade_completes_its_ticket_only_once_destroyed")),
+    ("parked_batch_keeps_the_run", AU,  # fails by the test's 60 s watchdog: run with --timeout 90
+     "      p.parked = true;\n      running_ = false;\n", "      p.parked = true;\n",
+     tk("takeover\\.a_held_object_does_not_stall_ten_thousand_objects_submitted_after_it")),
+    ("owned_child_unlinked_at_submit", AU,  # the behaviour before issue 35: a parent then waits for it
+     "    detail::registrable_access::set_unlisted_early(t, true);  // whichever batch takes it skips unlist\n",
+     "    detail::registrable_access::set_unlisted_early(t, true);  // whichever batch takes it skips unlist\n"
+     "    if constexpr (!std::is_void_v<detail::owner_relation_t<T, Policies...>>)\n"
+     "      detail::unlink_from_owner<detail::owner_relation_t<T, Policies...>>(t);\n",
+     ow("a_parent_deleted_after_its_child_was_submitted_to_a_manual_reclaimer_takes_the_child_over")),
 ]
 
 

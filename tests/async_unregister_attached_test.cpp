@@ -13,9 +13,11 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <condition_variable>
 #include <functional>
 #include <barrier>
 #include <latch>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -207,6 +209,43 @@ TEST_F(attached, after_the_reclaimer_is_destroyed_registry_unregister_runs_its_o
   item* c = add_item(reg, 3);
   reg.unregister(*c);
   EXPECT_EQ(again.stats().submitted, 1u);
+}
+
+TEST_F(attached, the_reclaimers_destructor_waits_for_a_registry_call_in_flight_through_it) {
+  // A registry call combined through the reclaimer is inside its batch (its destroy hook, held
+  // there by the test) when another thread destroys the reclaimer: the destructor must not
+  // return while the call still uses it. The one timed wait below observes "not returned yet":
+  // with the wait for calls in flight removed, the destructor returns within microseconds.
+  watchdog dog(30s, "a reclaimer destroyed while a registry call runs through it");
+  auto reclaimer = std::make_unique<async_unregister<registry_t>>(reg, combining());
+  item* a = add_item(reg, 1);
+  std::latch in_hook(1);
+  std::latch release(1);
+  g_on_destroy = [&](item&) {
+    in_hook.count_down();
+    release.wait();
+  };
+  std::thread caller = registered_thread([&] { EXPECT_EQ(reg.unregister(*a).objects, 1u); });
+  in_hook.wait();
+  std::mutex m;
+  std::condition_variable cv;
+  bool destroyed = false;
+  std::thread destroyer = registered_thread([&] {
+    reclaimer.reset();
+    std::scoped_lock l(m);
+    destroyed = true;
+    cv.notify_all();
+  });
+  {
+    std::unique_lock l(m);
+    EXPECT_FALSE(cv.wait_for(l, 500ms, [&] { return destroyed; }))
+        << "the destructor returned while a registry call was still running through the reclaimer";
+  }
+  release.count_down();
+  caller.join();
+  destroyer.join();
+  EXPECT_TRUE(destroyed);
+  EXPECT_EQ(g_destroyed[1].load(), 1);
 }
 
 TEST_F(attached, the_registrys_misuse_is_still_diagnosed_and_changes_nothing) {

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
 #include <future>
 #include <new>
 #include <atomic>
@@ -27,6 +28,7 @@
 
 #include "support/cascade.hpp"
 #include "support/counting.hpp"
+#include "support/gp_gate.hpp"
 #include "support/indexed_item.hpp"
 #include "support/misuse_capture.hpp"
 #include "support/objects.hpp"
@@ -53,6 +55,8 @@ struct ledger {
   }
 };
 ledger* g_ledger = nullptr;
+/// Called by destroy with the object's id, when set (a test holding a batch inside its destroy).
+std::function<void(int)> g_destroy_hook;
 
 /// No uninit: a batch unlinks nothing after GP #1, so it costs one GP.
 struct items : indexed<item, by_id> {
@@ -62,6 +66,7 @@ struct items : indexed<item, by_id> {
   }
   void destroy(item* i) noexcept {
     if (g_ledger) ++g_ledger->destroyed[static_cast<std::size_t>(i->id)];
+    if (g_destroy_hook) g_destroy_hook(i->id);
     delete i;
   }
 };
@@ -424,40 +429,8 @@ TEST_F(async_counting, destroying_the_reclaimer_with_work_pending_destroys_it_al
 
 // --- the memory budget ---------------------------------------------------------------------------
 
-/// Holds the counting flavor's grace periods closed until open(), so a test can act while a
-/// batch is inside its GP (wait_entered) without timing anything. Installs the hook for its
-/// lifetime; GPs after open() pass straight through.
-class gp_gate {
- public:
-  gp_gate() { CF::on_synchronize = [this] { hold(); }; }
-  ~gp_gate() { CF::on_synchronize = nullptr; }
-  gp_gate(const gp_gate&) = delete;
-  gp_gate& operator=(const gp_gate&) = delete;
-
-  void wait_entered() { entered_.wait(); }
-  void open() {
-    {
-      std::scoped_lock l(m_);
-      open_ = true;
-    }
-    cv_.notify_all();
-  }
-
- private:
-  void hold() {
-    std::unique_lock l(m_);
-    if (!entered_counted_) {
-      entered_counted_ = true;
-      entered_.count_down();
-    }
-    cv_.wait(l, [this] { return open_; });
-  }
-  std::latch entered_{1};
-  std::mutex m_;
-  std::condition_variable cv_;
-  bool entered_counted_ = false;
-  bool open_ = false;
-};
+/// Holds CF's grace periods closed until open() (support/gp_gate.hpp).
+using gp_gate = gp_gate_of<CF>;
 
 TEST_F(async_counting, the_budget_blocks_a_submitter_until_the_batch_holding_the_bytes_ends) {
   ledger book(8);
@@ -887,9 +860,9 @@ TEST_F(async_counting, a_new_object_at_a_reused_address_is_still_unlisted_by_its
     misuse_log log;
     scoped_misuse_policy p(misuse_policy::report, log);
     reclaimer.drain();  // the batch of t1 (its object gone) and d2: k2 is a dependent, unlisted here
-    ASSERT_EQ(log.kinds.size(), 1u);
-    EXPECT_EQ(log.kinds[0], misuse_kind::queued_in_other_queue);  // t1's object was taken over
+    EXPECT_TRUE(log.kinds.empty()) << "t1's object was taken over: legal (issue 35), not misuse";
   }
+  EXPECT_TRUE(reclaimer.poll(t1));
   EXPECT_EQ(reg.policy<kids>().destroyed, 2);
   EXPECT_TRUE(reg.index<kid_by_id>().empty()) << "k2 was destroyed while still linked in its index";
   EXPECT_TRUE(reg.index<dad_by_id>().empty());
@@ -1254,9 +1227,17 @@ TEST_F(async_counting, try_submit_by_key_looks_again_after_waiting_for_the_budge
                                                 .budget_bytes = sizeof(item)});  // one request at a time
   item* first = add_item(reg, 1);
   add_item(reg, 2);
-  first->refs().hold();  // its batch waits in the drain, holding the budget, until put
+  // Its batch holds the budget while its destroy runs, held there by the test, without the
+  // writer lock (a batch whose drain sleeps on a holder would park and release its bytes:
+  // issue 35; a grace period held open would hold up the registry's own batch below).
+  std::latch in_destroy(1), release(1);
+  g_destroy_hook = [&](int id) {
+    if (id != 1) return;
+    in_destroy.count_down();
+    release.wait();
+  };
   ASSERT_TRUE(reclaimer.submit(*first));
-  while (first->state() != reg_state::unregistered) std::this_thread::yield();  // the batch drains
+  in_destroy.wait();
   submit_result late;
   std::thread submitter([&] {
     thread_registration<flavor::memb> r;
@@ -1265,8 +1246,9 @@ TEST_F(async_counting, try_submit_by_key_looks_again_after_waiting_for_the_budge
   while (reclaimer.stats().blocked_now != 1) std::this_thread::yield();  // past its first look
   EXPECT_TRUE(reg.try_unregister<by_id>(2)) << "the writer lock is free during the other batch's drain";
   EXPECT_EQ(book.destroyed[2].load(), 1);
-  first->refs().put();  // that batch ends, the budget lets the submitter in
+  release.count_down();  // that batch ends, the budget lets the submitter in
   submitter.join();
+  g_destroy_hook = nullptr;
   EXPECT_EQ(late.status, unregister_status::not_found);
   reclaimer.drain();
   EXPECT_EQ(book.total_destroyed(), 2);

@@ -17,10 +17,12 @@
 #include <latch>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "support/counting.hpp"
+#include "support/gp_gate.hpp"
 #include "support/checking_readers.hpp"
 #include "support/misuse_capture.hpp"
 #include "support/objects.hpp"
@@ -217,25 +219,23 @@ TEST_F(owned, a_child_deleted_alone_while_held_keeps_its_parent_until_it_is_dest
   EXPECT_EQ(g_order.parent_before_child.load(), 0);
 }
 
-TEST_F(owned, a_child_submitted_to_a_reclaimer_leaves_the_list_at_submit) {
+TEST_F(owned, a_child_submitted_to_a_reclaimer_stays_in_the_list_until_its_parents_batch_takes_it_over) {
+  // Issue 35: the submitted stream stays in its session's list (going away, so a walker can skip
+  // it); the session's batch, running first, takes it over instead of waiting for the
+  // reclaimer's batch (which, in manual mode, nobody runs): no wait, every child first.
   watchdog dog(std::chrono::seconds(30), "a submitted child, then its parent");
   table t;
   async_unregister reclaimer(t, async_options{.mode = reclaim_mode::manual});
   session* s = open(t, 1, 3);
   stream* first = &*s->streams.begin();
-  ASSERT_TRUE(reclaimer.submit(*first));
-  EXPECT_EQ(s->streams.size(), 2u);
-  // Before the reclaimer's batch runs, the session goes: its batch does not take the submitted
-  // stream, and waits for its destroy (the edge the submit recorded) before destroying the session.
-  std::thread parent([&] {
-    thread_registration<flavor::memb> r;
-    EXPECT_EQ(t.unregister(*s).objects, 3u);
-  });
-  while (s->state() != reg_state::unregistered) std::this_thread::yield();  // its drain waits
-  EXPECT_EQ(g_order.destroyed.load(), 2) << "its other two streams; the session waits for the submitted one";
-  reclaimer.drain();
-  parent.join();
+  const unregister_ticket ticket = reclaimer.submit(*first);
+  ASSERT_TRUE(ticket);
+  EXPECT_EQ(s->streams.size(), 3u);
+  EXPECT_TRUE(first->going_away());
+  EXPECT_EQ(t.unregister(*s).objects, 4u) << "the session, its two streams and the submitted one";
   EXPECT_EQ(g_order.destroyed.load(), 4);
+  reclaimer.drain();
+  EXPECT_TRUE(reclaimer.poll(ticket));
   EXPECT_EQ(g_order.parent_before_child.load(), 0);
   // A session submitted (unlisted, going away) takes no new child: a lost race, not misuse.
   session* s2 = open(t, 2, 1);
@@ -672,6 +672,83 @@ TEST_F(owned, a_session_on_hlist_indexes_is_replaced_with_its_streams) {
   EXPECT_EQ(t.policy<hlist_sessions>().destroyed, 2);
   EXPECT_EQ(t.policy<hlist_streams>().destroyed, 200);
   EXPECT_TRUE(t.index<stream_hids>().empty());
+}
+
+// --- issue 35: a child submitted to a reclaimer, then its parent -------------------------------
+
+enum class reclaimer_kind { background, manual, attached };
+const char* name_of(reclaimer_kind f) {
+  return f == reclaimer_kind::background ? "background" : f == reclaimer_kind::manual ? "manual" : "attached";
+}
+
+/// Item 2: a child submitted, then its parent deleted with registry::try_unregister on the same
+/// thread, nobody running the reclaimer (manual), or a background one that would need the writer
+/// lock the parent's drain holds (hold_lock_through_drain): the parent's batch takes the child over.
+void a_parent_deleted_after_its_child_was_submitted(reclaimer_kind f) {
+  // 10 s, not 30: on cdc8a2b the background flavor got through after ~20 s (its reclaimer took the
+  // writer lock while the parent's drain released it for a barrier), the manual one never.
+  watchdog dog(std::chrono::seconds(10), std::string("a parent deleted after its child was submitted: ") + name_of(f));
+  registry_options ro;
+  ro.hold_lock_through_drain = true;
+  table t(ro);
+  async_options o;
+  if (f != reclaimer_kind::background) {
+    o.mode = reclaim_mode::manual;
+    o.max_age = std::chrono::hours(1);
+  }
+  o.combine_registry_unregister = f == reclaimer_kind::attached;
+  {
+    async_unregister reclaimer(t, o);
+    session* s = owned::open(t, 1, 2);
+    stream* first = &*s->streams.begin();
+    const submit_result r = reclaimer.try_submit(*first);
+    ASSERT_TRUE(r);
+    EXPECT_TRUE(first->going_away());
+    EXPECT_EQ(t.try_unregister(*s).status, unregister_status::unregistered) << name_of(f);
+    EXPECT_EQ(g_order.destroyed.load(), 3) << name_of(f) << ": the session and both streams";
+    reclaimer.drain();
+    EXPECT_TRUE(reclaimer.poll(r.ticket)) << name_of(f);
+    EXPECT_EQ(reclaimer.stats().completed, reclaimer.stats().submitted) << name_of(f);
+  }
+  EXPECT_EQ(g_order.parent_before_child.load(), 0) << name_of(f);
+  EXPECT_TRUE(t.index<stream_ids>().empty());
+}
+
+TEST_F(owned, a_parent_deleted_after_its_child_was_submitted_to_a_manual_reclaimer_takes_the_child_over) {
+  a_parent_deleted_after_its_child_was_submitted(reclaimer_kind::manual);
+}
+TEST_F(owned, a_parent_deleted_after_its_child_was_submitted_to_a_background_reclaimer_takes_the_child_over) {
+  a_parent_deleted_after_its_child_was_submitted(reclaimer_kind::background);
+}
+TEST_F(owned, a_parent_deleted_after_its_child_was_submitted_to_an_attached_reclaimer_takes_the_child_over) {
+  a_parent_deleted_after_its_child_was_submitted(reclaimer_kind::attached);
+}
+
+/// Item 3: the parent's batch is running (inside GP #1, before its notify) when another thread
+/// submits the parent's child by key: the parent's notify takes the child, and drain returns.
+TEST_F(owned, a_child_submitted_by_key_while_its_parents_batch_runs_does_not_deadlock_drain) {
+  watchdog dog(std::chrono::seconds(30), "a child submitted by key while its parent's batch is in GP #1");
+  table t;
+  async_unregister reclaimer(t, async_options{.mode = reclaim_mode::manual, .max_age = std::chrono::hours(1)});
+  session* s = open(t, 1, 2);
+  ASSERT_TRUE(reclaimer.submit(*s));
+  submit_result child;
+  {
+    gp_gate_of<CF> gate;
+    std::thread runner([&] {
+      thread_registration<flavor::memb> r;
+      reclaimer.drain();
+    });
+    gate.wait_entered();  // the session's batch: unlisted, in GP #1, writer lock released
+    child = reclaimer.try_submit<stream_ids>(std::uint64_t{8});
+    EXPECT_TRUE(child) << "the child is still indexed: its submit wins";
+    gate.open();
+    runner.join();
+  }
+  reclaimer.drain();
+  EXPECT_TRUE(reclaimer.poll(child.ticket));
+  EXPECT_EQ(g_order.destroyed.load(), 3);
+  EXPECT_EQ(g_order.parent_before_child.load(), 0);
 }
 
 }  // namespace

@@ -94,7 +94,8 @@
 // Memory budget: each request is charged an estimate of its object's bytes — the policy's
 // optional `std::size_t pending_bytes(const T&)` hook (checked by shape: a member of that name
 // that cannot be called so is a compile error), sizeof(T) without one — from submit
-// until its batch ends (destroyed). A submit that would take the charged total above
+// until its batch ends (destroyed), or parks (below: its held objects are their holders' then,
+// so a holder's own submits never wait for its put). A submit that would take the charged total above
 // async_options::budget_bytes blocks until enough batches end (over_budget::block), or is
 // refused at once, nothing changed (over_budget::refuse: an empty ticket). One request is
 // always admitted when nothing is charged, so an object larger than the budget cannot deadlock;
@@ -114,7 +115,28 @@
 // thread's delete of the same object: a lost race is a result (already_unregistering, not_found),
 // not misuse; by key, the lookup happens under the writer lock, so nobody touches freed memory.
 //
-// Tickets complete in submit order (a batch takes every request pending when it starts).
+// Take-over (issue 35). A submitted object waits in this reclaimer's queue, unlisted, with
+// going_away() true and state() still registered; a submitted owned child stays in its parent's
+// list. If another batch reaches it first — a cascade (batch::queue from a parent's notify), its
+// owned parent's batch, this reclaimer's own batch of its parent — that batch takes it over and
+// destroys it (it skips the unlist: the mark). Legal, not misuse; its ticket completes only once
+// it is destroyed (the taking batch tells this reclaimer after the destroy: a node tied to the
+// object, detail/reclaim_protocol.hpp). So a parent's batch never waits for a child's batch that
+// may not run (a manual reclaimer nobody runs, a writer lock the parent's drain holds, the
+// reclaimer's own next batch). A second delete of a submitted object (registry::try_unregister,
+// try_submit) is a lost race: already_unregistering.
+//
+// Parking. A batch whose ref drain goes to sleep on objects still held (a packet queued to
+// userspace) parks: it releases the run — the next batch may start, on a caller that waits,
+// run_now, or a runner (in background mode a spare runner thread starts when none is idle) — and
+// its bytes leave the budget; its drain goes on, on the thread that ran it, and destroys each
+// held object at its last put (as the kernel keeps a device waiting for its references on the
+// todo list while the rest proceeds). With hold_lock_through_drain the writer lock is still held
+// through that drain: the batches behind it wait for the lock.
+//
+// Tickets complete in submit order (a batch takes every request pending when it starts): a ticket
+// completes once its object and the objects of every earlier ticket are destroyed, so a wait on a
+// ticket behind a parked batch waits for that batch's holders. The protocol: reclaim_protocol.hpp.
 // Ordering: everything a submitter did before submit(obj) happens-before obj's destroy; obj's
 // destroy happens-before the return of wait/poll == true/drain for its ticket.
 //
@@ -124,10 +146,8 @@
 // (queued_in_other_queue), submit / wait / drain / unregister inside a read-side section of the
 // flavor (blocking_in_read_section), poll / wait on an empty ticket, another reclaimer's ticket
 // or one never issued (foreign_cookie; under report poll answers true and wait returns), an
-// object registered in another registry (wrong_registry). Another writer's batch
-// (registry::unregister*, rollback_many by hand) may take over a submitted object through a
-// cascade before its batch runs: that batch skips its unlist (the mark) and destroys it, and this
-// reclaimer's next batch reports (queued_in_other_queue) that its ticket may complete first.
+// object registered in another registry (wrong_registry). A batch taking over a submitted object
+// is not misuse (Take-over, above).
 // Hooks run under the writer lock except destroy (which runs without it unless
 // hold_lock_through_drain): a hook must not call this object's members, except submit() from
 // destroy. wait, unregister, drain, run_now and run_if_due from any hook of this reclaimer's batch,
@@ -152,6 +172,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <new>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
@@ -168,6 +190,7 @@
 #include "rcubatch/batch_stats.hpp"
 #include "rcubatch/detail/latency_histogram.hpp"
 #include "rcubatch/detail/probe.hpp"
+#include "rcubatch/detail/reclaim_protocol.hpp"
 #include "rcubatch/detail/submitted_lane.hpp"
 #include "rcubatch/detail/unregister_combiner.hpp"
 #include "rcubatch/misuse.hpp"
@@ -306,7 +329,7 @@ concept has_pending_bytes = requires(P& p, const T& t) {
 /// An asynchronous unregister over a registry (see the file comment): declared for every
 /// Registry above, defined for basic_registry<Flavor, Lockable, Policies...>.
 template <class Flavor, class Lockable, class... Policies>
-class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
+class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : private detail::takeover_listener {
  public:
   using registry_type = basic_registry<Flavor, Lockable, Policies...>;  ///< the registry it unregisters from
   using flavor_type = Flavor;                                           ///< the registry's liburcu flavor
@@ -352,6 +375,9 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
     if (options_.batch_count == 0 || options_.batch_bytes == 0 || options_.budget_bytes == 0)
       throw std::invalid_argument(
           "rcubatch::async_unregister: batch_count, batch_bytes and budget_bytes must be at least 1");
+    slots_.push_back(make_slot());
+    slots_.push_back(make_slot());
+    current_ = slots_.front().get();
     if (options_.combine_registry_unregister) attach_to_registry();
     try {
       if (options_.mode == reclaim_mode::background_thread) thread_ = std::thread([this] { reclaimer_loop(); });
@@ -379,11 +405,15 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
     }
     drain_noexcept();
     {
-      std::scoped_lock lock(m_);
+      std::unique_lock lock(m_);
+      // Objects taken over by other writers' batches: their nodes call back here after each
+      // destroy (drain waited for those of its tickets; any other is still counted here).
+      while (completion_.takeovers_open() != 0) wait_offline(done_cv_, lock);
       stop_ = true;
     }
     work_cv_.notify_all();
     if (thread_.joinable()) thread_.join();
+    for (std::thread& spare : spares_) spare.join();  // none starts once stop_ is set
   }
 
   /// Requires: obj (a T of one of the registry's policies, or derived from it) is registered in
@@ -391,8 +421,9 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   /// indexes' flavor), outside read-side sections, and not inside a hook of a running batch that
   /// holds the writer lock (destroy is fine).
   /// Effects: under the writer lock runs the policy's validate, charges obj's bytes against the
-  /// budget, records the request and runs the policy's unlist (lookups miss obj from here on),
-  /// and returns its ticket; if the bytes do not fit, it releases the lock first and blocks or is
+  /// budget, records the request and runs the policy's unlist (lookups miss obj from here on;
+  /// obj.going_away() is true; an owned child stays in its parent's list: Take-over in the file
+  /// comment), and returns its ticket; if the bytes do not fit, it releases the lock first and blocks or is
   /// refused (see the file comment), then tries again. obj is destroyed later, by a batch. Refused (empty ticket, nothing changed): over_budget::refuse and the budget full;
   /// misuse under misuse_policy::report.
   /// Throws: misuse_error (throw_error) for the misuse above; what validate throws;
@@ -524,7 +555,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
       no_room = true;  // nothing changed, validate not run: the caller blocks or is refused, then retries
       return r;
     }
-    unreg_queue<T>& q = std::get<k>(queues_[current_]);
+    unreg_queue<T>& q = std::get<k>(current_->queues);
     const auto unreserve_if_reserved = [&]() noexcept {
       if (reserved) unreserve(bytes);
     };
@@ -560,7 +591,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
       unreserve_if_reserved();
       return r;
     }
-    generation& g = generations_[current_];
+    generation& g = current_->requests;
     try {
       if constexpr (detail::hooks_of<policy_at<k>, T>::has_validate)
         registry_.template policy<policy_at<k>>().validate(t);
@@ -592,23 +623,22 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
       }
       {
         seq = ++issued_;
-        ++pending_;
-        pending_bytes_ += bytes;
         g.bytes += bytes;
-        if (pending_ == 1) oldest_ = now;
+        if (pending() == 1) oldest_ = now;
         high_water_count_ = std::max(high_water_count_, outstanding_count());
         if (detail::t_running_batch_of == this) ++hook_submits_;
         // Wake the reclaimer on the first request (it arms the age timer) and when a threshold is
         // crossed, not on every request past it: a notify per submit costs more than the submit.
-        wake = pending_ == 1 || pending_ == options_.batch_count ||
-               (pending_bytes_ >= options_.batch_bytes && pending_bytes_ - bytes < options_.batch_bytes);
+        wake = pending() == 1 || pending() == options_.batch_count ||
+               (g.bytes >= options_.batch_bytes && g.bytes - bytes < options_.batch_bytes);
         wake_blocked = blocked_now_ > 0;
       }
     }
     g.submit_times.push_back(now);
+    // Unlisted from its indexes, but left in its owner's list (owned.hpp), if any: a parent's batch
+    // that runs before this object's takes it over (its notify queues it), so the parent never
+    // waits for a batch that may not run (issue 35); whichever batch takes it unlinks it there.
     detail::hooks_of<policy_at<k>, T>{registry_.template policy<policy_at<k>>()}.unlist(t);
-    if constexpr (!std::is_void_v<detail::owner_relation_t<T, Policies...>>)
-      detail::unlink_from_owner<detail::owner_relation_t<T, Policies...>>(t);  // owned.hpp
     detail::registrable_access::set_unlisted_early(t, true);  // whichever batch takes it skips unlist
     g.unlisted_before = registry_.domain().snapshot();
     if ((wake && !caller_waits) || wake_blocked) work_cv_.notify_all();
@@ -628,7 +658,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   bool poll(unregister_ticket t) {
     if (!check_ticket(t, "poll")) return true;
     std::scoped_lock lock(m_);
-    return completed_ >= t.sequence_;
+    return completion_.completed() >= t.sequence_;
   }
 
   /// Effects: returns once the ticket's object has been destroyed. Leads (see the file comment):
@@ -700,7 +730,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
       std::scoped_lock lock(m_);
       s = totals_;
       s.submitted = issued_ + direct_completed_;
-      s.completed = completed_ + direct_completed_;
+      s.completed = completion_.completed() + direct_completed_;
       s.pending_count = outstanding_count();
       s.pending_bytes = charged_bytes_;
       s.pending_count_high_water = high_water_count_;
@@ -730,6 +760,12 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
     std::size_t bytes = 0;
     std::optional<gp_cookie> unlisted_before;  // taken after the last submit's unlist
   };
+  /// One set of queues and its requests: the current one (submits), or one a batch runs on.
+  struct queue_slot {
+    pending_queues queues;
+    generation requests;
+    bool busy = false;
+  };
 
   template <std::size_t K, class T>
   std::size_t bytes_of(const T& t) {
@@ -740,8 +776,12 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
     }
   }
 
+  /// Requires: m_. Requests submitted and not yet taken by a batch; their bytes are
+  /// current_->requests.bytes (written under m_ too).
+  std::size_t pending() const noexcept { return static_cast<std::size_t>(issued_ - taken_); }
+
   std::size_t outstanding_count() const noexcept {
-    return static_cast<std::size_t>(issued_ - completed_) + direct_in_flight_;
+    return static_cast<std::size_t>(issued_ - completion_.completed()) + direct_in_flight_;
   }
 
   /// The check of every member that waits for batches (all but submit and poll): not from a hook
@@ -829,7 +869,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
       RCUBATCH_PROBE(async_budget_block, id_, bytes, charged_bytes_);
       work_cv_.notify_all();
       while (!fits(bytes)) {
-        if (options_.mode == reclaim_mode::manual && !running_ && pending_ > 0) {
+        if (options_.mode == reclaim_mode::manual && !running_ && pending() > 0) {
           run_claimed(lock);
           continue;
         }
@@ -876,8 +916,8 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
 
   /// Requires: m_ held. A batch should start now (if none is running).
   bool due(clock::time_point now) const noexcept {
-    if (pending_ == 0) return false;
-    if (pending_ >= options_.batch_count || pending_bytes_ >= options_.batch_bytes) return true;
+    if (pending() == 0) return false;
+    if (pending() >= options_.batch_count || current_->requests.bytes >= options_.batch_bytes) return true;
     if (blocked_now_ > 0 || flush_through_ > taken_ || stop_) return true;
     return now >= age_deadline();
   }
@@ -898,20 +938,22 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
       work_cv_.notify_all();
     }
     note_came_back();
-    if (completed_ >= seq) return;
+    if (completion_.completed() >= seq) return;
     // Counted by the batch its request is in: the running one (taken) or the next (pending).
     const std::size_t in_slot = static_cast<std::size_t>(taken_ >= seq ? batches_started_ : batches_started_ + 1) & 1;
-    // Counted in callers_in_ until its batch ends (note_batch_released moves it to
-    // released_inside_), then until it returns. m_ is held at every exit, a throw included.
+    // Counted in callers_in_ until its batch ends or parks (end_batch, park_batch move it to
+    // released_inside_), then until it returns; a caller whose batch already ended or parked
+    // (its ticket waits for a parked batch or a taken-over object) is counted in released_inside_
+    // at once. m_ is held at every exit, a throw included.
     struct counted_caller {
       async_unregister& self;
       std::uint64_t seq;
       std::size_t slot;
-      ~counted_caller() { --(self.completed_ >= seq ? self.released_inside_ : self.callers_in_[slot]); }
+      ~counted_caller() { --(self.completion_.completed() >= seq ? self.released_inside_ : self.callers_in_[slot]); }
     } const counted{*this, seq, in_slot};
-    ++callers_in_[in_slot];
+    ++(seq <= completion_.settled() ? released_inside_ : callers_in_[in_slot]);
     bool yielded = false;
-    while (completed_ < seq) {
+    while (completion_.completed() < seq) {
       if (!running_ && taken_ < seq && released_still_asleep() == 0) {
         if (callers_away_ != 0 && !yielded) {
           // Callers the last batch released, or its leader, have not called again yet: they are
@@ -931,9 +973,13 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
       }
       // in_slot still names its batch: a pending request is taken by the next batch to start,
       // and no other batch starts while its batch runs.
-      ++asleep_for_[in_slot];
+      // A request whose batch ended or parked but is not complete (a parked batch before it, or a
+      // taken-over object alive) waits in a bucket of its own: its parity may be a later batch's.
+      const std::size_t bucket = seq <= completion_.settled() ? 2 : in_slot;
+      ++asleep_for_[bucket];
       wait_offline(done_cv_, lock);
-      if (--asleep_for_[in_slot] == 0 && !running_ && pending_ > 0 && in_slot == (batches_started_ & 1))
+      if (--asleep_for_[bucket] == 0 && bucket == in_slot && !running_ && pending() > 0 &&
+          in_slot == (batches_started_ & 1))
         done_cv_.notify_all();  // the last caller released by the batch that ended is up: lead the next
     }
     detail::t_released_by_batch = last_released_batch_;  // counted away by it (note_batch_released)
@@ -988,7 +1034,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
     detail::t_reclaimer_thread_of = this;
     std::unique_lock lock(m_);
     for (;;) {
-      if (stop_ && pending_ == 0) return;
+      if (stop_ && pending() == 0) return;
       const auto now = clock::now();
       if (!running_ && due(now)) {
         try {
@@ -998,11 +1044,13 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
         }
         continue;
       }
-      if (pending_ > 0 && !running_) {
+      ++idle_runners_;
+      if (pending() > 0 && !running_) {
         wait_offline_until(work_cv_, lock, age_deadline());
       } else {
         wait_offline(work_cv_, lock);
       }
+      --idle_runners_;
     }
   }
 
@@ -1061,7 +1109,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   bool claim_direct(std::size_t bytes) {
     std::scoped_lock lock(m_);
     note_came_back();
-    if (running_ || pending_ != 0 || blocked_now_ != 0 || callers_away_ != 0 || !fits(bytes)) return false;
+    if (running_ || pending() != 0 || blocked_now_ != 0 || callers_away_ != 0 || !fits(bytes)) return false;
     running_ = true;
     ++batches_started_;
     charged_bytes_ += bytes;
@@ -1135,7 +1183,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
         // Its one caller is this thread, inside this object until it returns.
         detail::t_released_by_batch = note_batch_released(detail::g_next_generation_id.fetch_add(1, std::memory_order_relaxed), 1);
       }
-      more = pending_ > 0;
+      more = pending() > 0;
     }
     done_cv_.notify_all();  // callers that submitted meanwhile lead the next batch
     if (more) work_cv_.notify_all();
@@ -1163,60 +1211,75 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
     return detail::run_specs(registry_.domain(), options_.rollback, detail::batch_context(lock), std::get<K>(specs)...);
   }
 
+  /// A batch's parking (reclaim_protocol.hpp): filled by run_batch_unlocked, set by park_batch.
+  struct park_state {
+    std::uint64_t after = 0;    // the batch takes the tickets (after, through]
+    std::uint64_t through = 0;
+    std::size_t bytes = 0;      // charged to the budget until it parks or ends
+    std::uint64_t id = 0;       // its generation's id (note_batch_released)
+    bool parked = false;        // its drain went to sleep on held objects: the run was released
+  };
+
   std::size_t run_batch_unlocked() {
     std::unique_lock writer(registry_.writer_lock());  // offline while waiting under qsbr
-
+    queue_slot* const next = free_slot();                    // may allocate: before anything changes
+    queue_slot& taking = *current_;
     std::size_t requests = 0;
-    std::uint64_t through = 0;
-    std::size_t bytes = 0;
-    const std::size_t gen = current_;
+    park_state park;
     {
       std::scoped_lock lock(m_);
-      if (pending_ == 0) {
+      if (pending() == 0) {
         running_ = false;
         done_cv_.notify_all();
         return 0;
       }
-      requests = pending_;
-      through = issued_;
-      bytes = generations_[gen].bytes;
-      pending_ = 0;
-      pending_bytes_ = 0;
-      taken_ = through;
-      current_ ^= 1;
+      requests = pending();
+      park = park_state{taken_, issued_, taking.requests.bytes, false};
+      taken_ = issued_;
+      current_ = next;
       ++batches_started_;
     }
+    taking.busy = true;
     generation taken;
-    std::swap(taken, generations_[gen]);
-    check_taken_over(gen, requests);
-    RCUBATCH_PROBE(async_batch_start, id_, through, requests);
+    std::swap(taken, taking.requests);
+    park.id = taken.id;
+    const bool lost = queued_count(taking) != requests;  // some taken over (reclaim_protocol.hpp)
+    RCUBATCH_PROBE(async_batch_start, id_, park.through, requests);
 
     async_batch_report report;
     report.requests = requests;
     report.threads = taken.threads.size();
     {
       const running_batch_mark mark(this);
-      report.batch = run_lanes(queues_[gen], taken.unlisted_before, std::index_sequence_for<Policies...>{});
+      report.batch = run_lanes(taking.queues, taken.unlisted_before, park, std::index_sequence_for<Policies...>{});
     }
+    taking.busy = false;
     writer.unlock();
+    record_latencies(clock::now(), taken.submit_times);
+    end_batch(park, lost, report);
+    return requests;
+  }
 
+  /// The end of run_batch_unlocked's batch: completion, the run and the budget released (unless
+  /// it parked: then they were at the park), waiters woken, on_batch.
+  void end_batch(const park_state& park, bool lost, const async_batch_report& report) {
     const auto end = clock::now();
     bool more = false;
-    record_latencies(end, taken.submit_times);
     {
       std::scoped_lock lock(m_);
-      deliver_stats(through, report.batch);  // before completed_: the waiters read them once it passes
-      completed_ = through;
-      RCUBATCH_PROBE(async_complete, id_, through, requests);
-      charged_bytes_ -= bytes;
+      last_ended_stats_ = report.batch;
+      if (const std::uint64_t t = completion_.batch_ended(park.after, park.through, park.parked, lost)) completed_to(t);
       last_batch_end_ = end;
-      running_ = false;
       count_batch(report);
-      // Released: the callers waiting for this batch (its leader too, when a caller leads it).
-      const std::size_t released = std::exchange(callers_in_[batches_started_ & 1], 0);
-      note_batch_released(taken.id, released);
-      released_inside_ += released;
-      more = pending_ > 0;
+      if (!park.parked) {
+        charged_bytes_ -= park.bytes;
+        running_ = false;
+        // Released: the callers waiting for this batch (its leader too, when a caller leads it).
+        const std::size_t released = std::exchange(callers_in_[batches_started_ & 1], 0);
+        note_batch_released(park.id, released);
+        released_inside_ += released;
+      }
+      more = pending() > 0;
     }
     done_cv_.notify_all();
     if (more) work_cv_.notify_all();  // requests that came meanwhile: the background thread's timer
@@ -1226,7 +1289,35 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
       } catch (...) {  // documented: dropped
       }
     }
-    return requests;
+  }
+
+  /// The drain of `p`'s batch is about to sleep on objects still held (drain_options::
+  /// before_sleep): the batch parks — it releases the run, so the batches behind it proceed,
+  /// and its bytes leave the budget (they are its holders' now); its drain goes on on this
+  /// thread and destroys them at the last put. In background mode a spare runner starts if no
+  /// runner is idle. Once per batch.
+  void park_batch(park_state& p) noexcept {
+    if (p.parked) return;
+    {
+      std::scoped_lock lock(m_);
+      try {
+        completion_.batch_parked(p.after, p.through);
+      } catch (...) {  // out of memory: the batch keeps the run, as before issue 35
+        return;
+      }
+      p.parked = true;
+      running_ = false;
+      charged_bytes_ -= p.bytes;
+      released_inside_ += std::exchange(callers_in_[batches_started_ & 1], 0);
+      if (options_.mode == reclaim_mode::background_thread && idle_runners_ == 0 && !stop_) {
+        try {
+          spares_.emplace_back([this] { reclaimer_loop(); });
+        } catch (...) {  // no thread: the background thread runs the next batch once this one ends
+        }
+      }
+    }
+    done_cv_.notify_all();
+    work_cv_.notify_all();
   }
 
   /// Counts end − t for every t of `starts` in the latency histogram. `starts` never decreases
@@ -1246,22 +1337,59 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
     }
   }
 
-  /// Requires: the writer lock. queues_[gen] holds one object per request unless another
-  /// writer's batch took one over through a cascade before this batch ran (legal when writers
-  /// release the lock during waits): that batch skips its unlist (the unlisted-early mark) and
-  /// destroys it, but its ticket completes with this batch, possibly first. Reported.
-  void check_taken_over(std::size_t gen, std::size_t requests) {
-    const std::size_t queued = std::apply([](const auto&... q) { return (q.size() + ... + 0); }, queues_[gen]);
-    if (queued == requests) [[likely]]
-      return;
-    detail::diagnose_noexcept(misuse_kind::queued_in_other_queue,
-                              "async_unregister: another writer's batch took over an object submitted here before "
-                              "its batch ran (a cascade reaching it): its ticket may complete before that batch "
-                              "destroys it");
+  /// Requires: the writer lock. The objects a slot holds: one per request unless another batch
+  /// took some over (a cascade, an owned parent's batch) before this batch ran — legal
+  /// (reclaim_protocol.hpp): that batch destroys them, and the tickets complete once they are
+  /// destroyed (ticket_completion).
+  static std::size_t queued_count(const queue_slot& s) noexcept {
+    return std::apply([](const auto&... q) { return (q.size() + ... + 0); }, s.queues);
   }
 
+  /// Requires: m_; ticket_completion advanced to t. The combined callers get their stats.
+  void completed_to([[maybe_unused]] std::uint64_t t) noexcept {
+    deliver_stats(t, last_ended_stats_);
+    RCUBATCH_PROBE(async_complete, id_, t, 0);
+  }
+
+  /// A batch took an object over from a slot (batch::queue, under the writer lock): counted
+  /// open until the node's dispose — right after that batch destroyed it — calls back.
+  retire_node* taken_over(detail::registrable_base&) noexcept override {
+    auto* node = new (std::nothrow) takeover_node(this);
+    if (node == nullptr) {  // the ticket then completes with this reclaimer's batch, as before issue 35
+      detail::diagnose_noexcept(misuse_kind::queued_in_other_queue,
+                                "async_unregister: out of memory recording an object another batch took over: its "
+                                "ticket may complete before that batch destroys it");
+      return nullptr;
+    }
+    std::scoped_lock lock(m_);
+    completion_.taken_over();
+    return node;
+  }
+  void takeover_destroyed() noexcept {
+    bool wake = false;
+    {
+      std::scoped_lock lock(m_);
+      if (const std::uint64_t t = completion_.takeover_destroyed()) completed_to(t);
+      wake = completion_.takeovers_open() == 0;  // waiters, and the destructor, may wait for it
+    }
+    if (wake) done_cv_.notify_all();
+  }
+  /// The node a taking batch disposes after the object's destroy (batch::tell_takeover).
+  struct takeover_node final : retire_node {
+    explicit takeover_node(async_unregister* owner) noexcept : self(owner) {
+      dispose = [](retire_node* n) noexcept {
+        auto* me = static_cast<takeover_node*>(n);
+        async_unregister* const s = me->self;
+        delete me;
+        s->takeover_destroyed();
+      };
+    }
+    async_unregister* self;
+  };
+
   template <std::size_t... K>
-  batch_stats run_lanes(pending_queues& q, const std::optional<gp_cookie>& unlisted_before, std::index_sequence<K...>) {
+  batch_stats run_lanes(pending_queues& q, const std::optional<gp_cookie>& unlisted_before, park_state& park,
+                        std::index_sequence<K...>) {
     auto lanes = std::make_tuple(
         detail::submitted_lane<policy_at<K>, object_at<K>>(registry_.template policy<policy_at<K>>())...);
     const auto lock = detail::writer_lock_ref::make<thread_flavors>(
@@ -1270,7 +1398,12 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
     auto specs = std::make_tuple(lane(std::get<K>(q), std::get<K>(lanes))...);
     detail::batch_context ctx(lock);
     ctx.unlisted_before = unlisted_before;
-    return detail::run_specs(registry_.domain(), options_.rollback, ctx, std::get<K>(specs)...);
+    rollback_options rollback = options_.rollback;  // its drain parks the batch before it sleeps
+    rollback.drain.before_sleep = [this, &park] {
+      if (options_.rollback.drain.before_sleep) options_.rollback.drain.before_sleep();
+      park_batch(park);
+    };
+    return detail::run_specs(registry_.domain(), rollback, ctx, std::get<K>(specs)...);
   }
 
   // --- attached to the registry (combine_registry_unregister): its unregister calls come here ---
@@ -1416,11 +1549,26 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   const async_options options_;
   const std::uint64_t id_ = detail::g_next_reclaimer_id.fetch_add(1, std::memory_order_relaxed);
 
-  // Under the registry's writer lock: the two queue sets (submits fill queues_[current_], a
-  // batch empties the other), their per-request data.
-  pending_queues queues_[2];
-  generation generations_[2];
-  std::size_t current_ = 0;  // written under the writer lock and m_; read under either
+  // Under the registry's writer lock: the slots (submits fill current_'s; a batch runs on the one
+  // it took, busy until it ends — a parked batch keeps its slot, so there may be more than two).
+  std::vector<std::unique_ptr<queue_slot>> slots_;
+  queue_slot* current_ = nullptr;  // written under the writer lock and m_; read under either
+
+  /// A slot whose queues tell this reclaimer when a batch takes one of their objects over.
+  std::unique_ptr<queue_slot> make_slot() {
+    auto s = std::make_unique<queue_slot>();
+    std::apply([this](auto&... q) { (detail::queue_access::set_takeover(detail::queue_access::base(q), this), ...); },
+               s->queues);
+    return s;
+  }
+  /// Requires: the writer lock. A slot no batch runs on, other than current_ (a new one when
+  /// every other is busy: batches parked). Throws: std::bad_alloc (nothing changed).
+  queue_slot* free_slot() {
+    for (const auto& s : slots_)
+      if (!s->busy && s.get() != current_) return s.get();
+    slots_.push_back(make_slot());
+    return slots_.back().get();
+  }
 
   // Under m_: the request counters and the state of the reclaimer.
   mutable std::mutex m_;
@@ -1428,11 +1576,12 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   std::condition_variable done_cv_;  // a batch ended: waiters, blocked submitters
   std::uint64_t issued_ = 0;         // last ticket issued
   std::uint64_t taken_ = 0;          // last ticket taken by a batch
-  std::uint64_t completed_ = 0;      // last ticket whose batch ended
+  detail::ticket_completion completion_;  // which tickets are done (reclaim_protocol.hpp)
+  batch_stats last_ended_stats_{};        // the last batch that ended: for the combined callers
+  std::size_t idle_runners_ = 0;          // runners waiting in reclaimer_loop (park_batch's spare check)
+  std::vector<std::thread> spares_;       // runners started when a batch parked (joined last)
   std::uint64_t flush_through_ = 0;  // drain: batches are due until taken_ reaches it
   std::uint64_t hook_submits_ = 0;   // submits made from this reclaimer's own hooks
-  std::size_t pending_ = 0;          // requests not yet taken (issued_ - taken_)
-  std::size_t pending_bytes_ = 0;    // their bytes
   detail::mutex_written_count charged_bytes_;  // bytes of requests not yet completed (and reservations)
   std::size_t high_water_count_ = 0;
   std::size_t high_water_bytes_ = 0;
@@ -1440,7 +1589,8 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> {
   std::size_t direct_in_flight_ = 0;    // run_direct's request (0 or 1: it holds the run)
   std::uint64_t direct_completed_ = 0;  // requests run_direct completed (they take no ticket)
   std::uint64_t batches_started_ = 0;   // batches that took requests (run_direct's included)
-  std::size_t asleep_for_[2] = {0, 0};  // callers asleep in wait_until_completed, by their batch's parity
+  std::size_t asleep_for_[3] = {0, 0, 0};  // callers asleep in wait_until_completed, by their batch's
+                                           // parity; [2]: their batch ended or parked, not complete
   std::uint64_t last_released_batch_ = 0;  // the last batch that ended (note_batch_released)
   std::size_t callers_away_ = 0;           // callers it released (or earlier ones) not called again since
   std::size_t callers_in_[2] = {0, 0};     // callers in wait_until_completed, by their batch's parity

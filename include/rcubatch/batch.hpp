@@ -200,9 +200,11 @@ class batch {
                              "rcubatch::lane(queue, policy) for it to rollback_many, or a policy for it to the "
                              "registry): its parent would be destroyed while it can still be found");
     }
+    detail::queue_base* const from = access::owner(r);
     lane->adopt(r);
     record_parent(r);
     ++stats_.dependents_added;
+    if (from != nullptr) tell_takeover(*from, r);
     return true;
   }
 
@@ -326,6 +328,16 @@ class batch {
   }
 
   /// Keeps `node` with the other retirees of `owner`, in tied_ (each owner's retirees together).
+  /// r was taken from `from` (a queue no batch ran on): its listener, if any, gets a node disposed
+  /// right after r's destroy (tied, without the retire's second grace period: nothing a reader
+  /// can reach is freed by it).
+  void tell_takeover(detail::queue_base& from, detail::registrable_base& r) noexcept {
+    detail::takeover_listener* const l = detail::queue_access::takeover(from);
+    if (l == nullptr) [[likely]]
+      return;
+    if (retire_node* node = l->taken_over(r)) tie(r, *node);
+  }
+
   void tie(detail::registrable_base& owner, retire_node& node) noexcept {
     node.tied_to = address_of(owner);
     if (!access::has_tied(owner)) {  // its first: a group of its own at the end

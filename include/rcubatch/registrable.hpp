@@ -77,6 +77,18 @@ class drain_listener {
   ~drain_listener() = default;
 };
 
+/// Told when a batch takes an object over from a queue no batch runs on (a cascade, batch::queue,
+/// reaching an object that waits in an async_unregister's queue: reclaim_protocol.hpp). Returns a
+/// node the taking batch disposes right after the object's destroy returns (batch::retire_with's
+/// tie), or nullptr. Called under the writer lock, from the taking batch's notify phase.
+class takeover_listener {
+ public:
+  virtual retire_node* taken_over(registrable_base& obj) noexcept = 0;
+
+ protected:
+  ~takeover_listener() = default;
+};
+
 /// Carries an object's ref_count. A base of registrable_base, not a member, so the count's last
 /// put() finds its object with a static_cast (the count is this base's only member, hence
 /// pointer-interconvertible with it) instead of offsetof on a type that is not standard-layout.
@@ -106,6 +118,16 @@ class registrable_base : private counted_base {
   /// Effects: the object's registration state. Thread safety: any thread (acquire load).
   reg_state state() const noexcept {
     return static_cast<reg_state>(state_.load(std::memory_order_acquire) & kStateBits);
+  }
+
+  /// Effects: true once the object is on its way out: submitted to an async_unregister (its
+  /// state() still says registered until a batch takes it), or in a batch, or gone (state() past
+  /// registered). A hook that walks objects (a parent's children, say) can skip such an object:
+  /// a delete of it would be a lost race (already_unregistering).
+  /// Thread safety: exact under the registry's writer lock; any thread otherwise (acquire load).
+  bool going_away() const noexcept {
+    const unsigned char s = state_.load(std::memory_order_acquire);
+    return (s & kUnlistedEarly) != 0 || (s & kStateBits) > static_cast<unsigned char>(reg_state::registered);
   }
 
   /// Effects: true from the moment its batch starts (when the batch marks dismantling:
@@ -243,6 +265,9 @@ class queue_base {
   // object's queue. Written before the drain marks any count of this queue draining (published
   // to that put() by the count's RMWs); relaxed.
   std::atomic<drain_listener*> drain_{nullptr};
+  // Told when a batch takes one of this queue's objects over (async_unregister's queues); nullptr
+  // for every other queue. Set once, before the queue holds anything.
+  takeover_listener* takeover_ = nullptr;
 };
 
 /// Sentinel for registrable_base::parent_: the object was destroyed, record no edge any more.

@@ -237,6 +237,10 @@ struct queue_access {
   static queue_base& base(unreg_queue<T>& q) noexcept { return q; }
   /// Takes `r` out of the queue that owns it (a cascade stealing a dependent from a queue no
   /// batch runs on). O(its position in that queue).
+  /// The listener told when a batch takes an object of q over (nullptr: none). Set it before q
+  /// holds anything; an async_unregister sets it on its own queues.
+  static takeover_listener* takeover(const queue_base& q) noexcept { return q.takeover_; }
+  static void set_takeover(queue_base& q, takeover_listener* l) noexcept { q.takeover_ = l; }
   static void remove_from_owner(registrable_base& r) noexcept {
     registrable_access::erase(registrable_access::list_of(*registrable_access::owner(r)), r);
     registrable_access::set_owner(r, nullptr);
