@@ -252,7 +252,9 @@ TYPED_TEST(deferred_flush, a_flush_beyond_the_pending_limit_is_handed_over_only_
     other.join();
   }
   a.wait();
-  EXPECT_EQ(destroyed_when_second_returned, 5) << "handed over only once the first batch was destroyed";
+  // ≥ 5, not == 5: once handed over, the reclaimer may destroy the second batch's objects before
+  // the other thread reads the count.
+  EXPECT_GE(destroyed_when_second_returned, 5) << "handed over only once the first batch was destroyed";
   EXPECT_EQ(g_log.destroyed.load(), 8);
 }
 
