@@ -1,5 +1,6 @@
 // tests/support/mid_walk_reader.hpp — readers of an RCU chain, for the tests of owned_list::rcu_range
-// and member_list::rcu_range: ids_walked (a walk at rest, in one read section) and mid_walk_reader,
+// and member_list::rcu_range: ids_walked (a walk at rest, in one read section), late_walk_reader
+// (one that finds the parent, then walks only once the writer changed it) and mid_walk_reader,
 // a reader that stops on the first element of a walk, inside its read section, until the writer
 // has unlinked under it, then walks on:
 //
@@ -43,6 +44,53 @@ class mid_walk_reader {
   mid_walk_reader(const mid_walk_reader&) = delete;
   mid_walk_reader& operator=(const mid_walk_reader&) = delete;
   ~mid_walk_reader() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+  /// Effects: waits for the walk to end; the ids it yielded, in order.
+  std::vector<std::uint64_t> join() {
+    thread_.join();
+    return walked_;
+  }
+
+ private:
+  std::vector<std::uint64_t> walked_;
+  std::latch standing_{1};
+  std::thread thread_;  // last: it starts once the members above exist
+};
+
+/// A reader that finds something (a parent) inside its read section, then waits in that section
+/// until the writer has changed it, and only then walks it: what a reader preempted between its
+/// lookup and its walk sees.
+///
+///   late_walk_reader<flavor::memb> reader(
+///       [&](const read_guard<flavor::memb>& guard) { return t.find<session_ids>(guard, 1); },
+///       [&] { return child->owner.parent() != old; },               // the writer's replace ran
+///       [](const session* found) { return found->streams.rcu_range(); });
+///   t.replace(*old, *fresh, rcubatch::keep_children);              // waits for the reader in its GP
+///   EXPECT_EQ(reader.join(), (std::vector<std::uint64_t>{1, 2, 3}));
+///
+/// The constructor returns once the reader has found it (a null find walks nothing). The wait is
+/// mid_walk_reader's: a yield loop, under the test's watchdog.
+template <class Flavor>
+class late_walk_reader {
+ public:
+  template <class Find, class WriterDone, class RangeOf>
+  late_walk_reader(Find find, WriterDone writer_done, RangeOf range_of)
+      : thread_([this, find, writer_done, range_of] {
+          thread_registration<Flavor> registered;
+          read_guard<Flavor> guard;
+          const auto* found = find(guard);
+          standing_.count_down();
+          while (!writer_done()) std::this_thread::yield();
+          if (found != nullptr)
+            for (const auto& x : range_of(found)) walked_.push_back(x.id);
+        }) {
+    standing_.wait();
+  }
+  late_walk_reader(const late_walk_reader&) = delete;
+  late_walk_reader& operator=(const late_walk_reader&) = delete;
+  ~late_walk_reader() {
     if (thread_.joinable()) thread_.join();
   }
 
