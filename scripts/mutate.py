@@ -353,7 +353,7 @@ MUTANTS += [  # issue 37: registry semantics, round 2 (each killed by hand on 20
      "bool lost = going_away(*o);  // in a batch", "bool lost = false;  // in a batch",
      rs("a_replace_of_an_object_already_being_unregistered_is_a_result_not_misuse")),
     ("keep_children_drops_them", RG,
-     "if constexpr (kKeep) adopt_children<K>(*o, n);", "",
+     "if constexpr (kKeep) children_step<K>([&]<class Rel>() { Rel::adopt(*o, n); });", "",
      rs("a_replace_keeping_children_re_parents_them_and_costs_one_grace_period")),
     ("adopted_children_name_the_old_parent", OW,
      "for (; it != dst.end(); ++it) hook_of(*it).parent_.store(&to, std::memory_order_release);", "(void)it;",
@@ -587,6 +587,9 @@ MUTANTS += [  # the review gaps of issues 36-37 (branch r-gaps): splice_back und
      "    from.rcu_first_.store(nullptr, std::memory_order_release);\n"
      "    list_.splice(list_.end(), from.list_);  // constant_time_size: O(1)\n",
      orr("a_reader_that_found_the_old_parent_before_a_replace_keeping_children_and_walks_after_it_sees_every_child")),
+    ("keep_children_shared_only_after_the_publish", RG,  # readers finding the new parent saw no child
+     "    if constexpr (kKeep) children_step<K>([&]<class Rel>() { Rel::share(*o, n); });\n", "",
+     orr("a_reader_finding_the_new_parent_the_moment_a_replace_keeping_children_publishes_it_sees_every_child")),
     ("object_in_another_queue_moved_without_a_diagnosis", UQ,  # a deferred flush takes a submitted object
      "      detail::diagnose(misuse_kind::queued_in_other_queue,\n",
      "      if (false) detail::diagnose(misuse_kind::queued_in_other_queue,\n",

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -50,8 +51,15 @@ using stream_ids = lfht_index<stream, &stream::by_id, key_member<&stream::id>, f
 /// Destroyed children and sessions, poisoned and kept until the readers have stopped.
 inline std::vector<std::unique_ptr<stream>>* g_dead = nullptr;
 inline std::vector<std::unique_ptr<session>>* g_dead_sessions = nullptr;
+/// Run by the session policy's replace right after it published the new session (the writer lock
+/// held, the replace not finished), if set.
+inline std::function<void()> g_after_publish;
 
 struct session_policy : indexed<session, session_ids>, owning<&session::streams> {
+  void replace(session& old, session& fresh) {
+    indexed<session, session_ids>::replace(old, fresh);
+    if (g_after_publish) g_after_publish();
+  }
   void destroy(session* s) noexcept {
     s->poison.store(kPoison);
     g_dead_sessions->emplace_back(s);  // reserved by the test: no allocation here
@@ -85,6 +93,7 @@ struct owned_readers : ::testing::Test {
     g_dead_sessions = &dead_sessions;
   }
   ~owned_readers() override {
+    g_after_publish = nullptr;
     g_dead = nullptr;
     g_dead_sessions = nullptr;
   }
@@ -241,6 +250,36 @@ TEST_F(owned_readers, a_reader_that_found_the_old_parent_before_a_replace_keepin
   EXPECT_EQ(reader.join(), (std::vector<std::uint64_t>{1, 2, 3}));
   EXPECT_EQ(dead_sessions.size(), 1u) << "the old session, destroyed after the reader left";
   EXPECT_EQ(walk_ids(*fresh), (std::vector<std::uint64_t>{1, 2, 3}));
+  EXPECT_EQ(t.unregister(*fresh).objects, 4u);
+}
+
+TEST_F(owned_readers, a_reader_finding_the_new_parent_the_moment_a_replace_keeping_children_publishes_it_sees_every_child) {
+  // The session policy's replace runs a reader right after it published the new session, before
+  // the replace goes on (the writer lock held): the reader finds the new session by key and walks
+  // it. It sees every child: the new session's readers' chain is the old one's before the publish
+  // (it was linked only after the publish once, and such a reader saw none: found by this test's
+  // last one under TSan).
+  watchdog dog(std::chrono::seconds(60), "a reader inside a replace keeping children");
+  std::vector<stream*> c;
+  session* old = open(1, 3, c);
+  auto* fresh = new session(1);
+  const session* found = nullptr;
+  std::vector<std::uint64_t> seen;
+  g_after_publish = [&] {
+    std::thread reader([&] {  // no lock and no grace period: it cannot wait for the writer
+      thread_registration<flavor::memb> registered;
+      read_guard<flavor::memb> guard;
+      found = t.find<session_ids>(guard, std::uint64_t{1});
+      if (found != nullptr)
+        for (const stream& st : found->streams.rcu_range()) seen.push_back(st.id);
+    });
+    reader.join();
+  };
+  ASSERT_TRUE(t.replace(*old, *fresh, keep_children));
+  g_after_publish = nullptr;
+  EXPECT_EQ(found, fresh) << "the reader ran after the publish";
+  EXPECT_EQ(seen, (std::vector<std::uint64_t>{1, 2, 3}));
+  EXPECT_EQ(walk_ids(*fresh), writer_ids(*fresh));
   EXPECT_EQ(t.unregister(*fresh).objects, 4u);
 }
 

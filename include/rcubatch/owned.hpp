@@ -275,11 +275,24 @@ class owned_list {
   /// outlives that reader. And nothing links into from again (its parent is going away: add and
   /// add_under refuse it), so the stale head is never written, only destroyed with its parent.
   void splice_back(owned_list& from) noexcept {
-    if (from.list_.empty()) return;
+    if (from.list_.empty()) return;  // (shared or not: from's head is then null, as is ours)
     std::atomic<void*>& slot = list_.empty() ? rcu_first_ : next_of(list_.back());
     slot.store(from.rcu_first_.load(std::memory_order_relaxed), std::memory_order_release);
     list_.splice(list_.end(), from.list_);  // constant_time_size: O(1)
   }
+
+  /// Requires: the writer lock; this list is empty and not yet reachable by readers (its parent
+  /// is about to take from's parent's place: registry::replace with keep_children). Effects: this
+  /// list's readers' head points at from's chain, the writer's view unchanged; splice_back then
+  /// moves the writer's view. Why before the publish: a reader that finds the new parent as soon
+  /// as it is published must see its children; linked only after, they were missing for readers
+  /// in between (tests/owned_readers_test.cpp). unshare undoes it when the publish throws.
+  void share_chain_of(const owned_list& from) noexcept {
+    rcu_first_.store(from.rcu_first_.load(std::memory_order_relaxed), std::memory_order_release);
+  }
+  /// Requires: the writer lock; share_chain_of was called and this list's parent never became
+  /// reachable. Effects: the readers' head empty again.
+  void unshare() noexcept { rcu_first_.store(nullptr, std::memory_order_relaxed); }
 
   list_type list_;
   std::atomic<void*> rcu_first_{nullptr};  // the readers' head (a Child*, typed as the hooks' next): under the writer lock
@@ -300,6 +313,11 @@ struct owned_relation<List> {
   /// Requires: the writer lock; `to` took `from`'s place (registry::replace with keep_children).
   /// Effects: from's children, in order, at the end of to's list (an O(1) splice), each hook
   /// naming `to` (a release store: a reader that follows parent() finds from or to).
+  /// Requires: the writer lock; `to` is about to take `from`'s place and is not published yet.
+  /// Effects: readers who find `to` see from's children from its publish on (owned_list::
+  /// share_chain_of); adopt completes the move. unshare: the publish failed, `to` stays empty.
+  static void share(Parent& from, Parent& to) noexcept { (to.*List).share_chain_of(from.*List); }
+  static void unshare(Parent& to) noexcept { (to.*List).unshare(); }
   static void adopt(Parent& from, Parent& to) noexcept {
     list_type& dst = list_of(to);
     const auto first_moved = dst.size();
