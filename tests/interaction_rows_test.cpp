@@ -27,6 +27,7 @@
 
 #include "support/indexed_item.hpp"
 #include "support/mid_walk_reader.hpp"
+#include "support/nexthop_groups.hpp"
 #include "support/watchdog.hpp"
 
 namespace rcubatch::test {
@@ -186,28 +187,9 @@ TEST(interaction_rows, a_deferred_flush_of_held_tracked_and_sharded_objects_runs
 
 // ---- memberships × replace ----
 
-struct nh_group;
-struct nexthop : registrable<nexthop> {
-  explicit nexthop(std::uint64_t i) : id(i) {}
-  std::uint64_t id;
-  lfht_hook<nexthop> by_id;
-  memberships<nexthop, nh_group> groups;
-};
-struct nh_group : registrable<nh_group> {
-  explicit nh_group(std::uint64_t i) : id(i) {}
-  std::uint64_t id;
-  lfht_hook<nh_group> by_id;
-  member_list<nexthop, &nexthop::groups> members{*this};
-};
-using nexthop_ids = lfht_index<nexthop, &nexthop::by_id, key_member<&nexthop::id>>;
-using group_ids = lfht_index<nh_group, &nh_group::by_id, key_member<&nh_group::id>>;
 struct group_policy : indexed<nh_group, group_ids>,
                       having_members<&nh_group::members, &queue_when_empty<&nh_group::members>> {};
 using fib_table = basic_registry<flavor::memb, std::mutex, group_policy, indexed<nexthop, nexthop_ids>>;
-
-std::set<std::uint64_t> member_ids(const nh_group& g) {
-  return ids_walked<flavor::memb, std::set<std::uint64_t>>([&] { return g.members.rcu_range(); });
-}
 
 TEST(interaction_rows, a_replace_drops_the_memberships_of_the_old_version_and_a_group_it_leaves_empty_goes_in_its_batch) {
   // Row "memberships × replace": replacing a member tears the old version down as a delete does —

@@ -24,26 +24,14 @@
 
 namespace rcubatch::test {
 
+/// What both readers below share: a registered thread that runs `body(walked, standing)` — it
+/// counts `standing` down once it stands where the writer must find it — and the ids it walked.
 template <class Flavor>
-class mid_walk_reader {
+class walking_reader {
  public:
-  template <class RangeOf, class WriterUnlinked>
-  mid_walk_reader(RangeOf range_of, WriterUnlinked writer_unlinked)
-      : thread_([this, range_of, writer_unlinked] {
-          thread_registration<Flavor> registered;
-          read_guard<Flavor> guard;
-          auto range = range_of(guard);
-          auto it = range.begin();
-          walked_.push_back(it->id);
-          standing_.count_down();
-          while (!writer_unlinked()) std::this_thread::yield();
-          for (++it; it != range.end(); ++it) walked_.push_back(it->id);
-        }) {
-    standing_.wait();
-  }
-  mid_walk_reader(const mid_walk_reader&) = delete;
-  mid_walk_reader& operator=(const mid_walk_reader&) = delete;
-  ~mid_walk_reader() {
+  walking_reader(const walking_reader&) = delete;
+  walking_reader& operator=(const walking_reader&) = delete;
+  ~walking_reader() {
     if (thread_.joinable()) thread_.join();
   }
 
@@ -53,10 +41,37 @@ class mid_walk_reader {
     return walked_;
   }
 
+ protected:
+  /// Starts the thread; returns once it counted `standing` down.
+  template <class Body>
+  explicit walking_reader(Body body)
+      : thread_([this, body] {
+          thread_registration<Flavor> registered;
+          body(walked_, standing_);
+        }) {
+    standing_.wait();
+  }
+
  private:
   std::vector<std::uint64_t> walked_;
   std::latch standing_{1};
   std::thread thread_;  // last: it starts once the members above exist
+};
+
+template <class Flavor>
+class mid_walk_reader : public walking_reader<Flavor> {
+ public:
+  template <class RangeOf, class WriterUnlinked>
+  mid_walk_reader(RangeOf range_of, WriterUnlinked writer_unlinked)
+      : walking_reader<Flavor>([range_of, writer_unlinked](std::vector<std::uint64_t>& walked, std::latch& standing) {
+          read_guard<Flavor> guard;
+          auto range = range_of(guard);
+          auto it = range.begin();
+          walked.push_back(it->id);
+          standing.count_down();
+          while (!writer_unlinked()) std::this_thread::yield();
+          for (++it; it != range.end(); ++it) walked.push_back(it->id);
+        }) {}
 };
 
 /// A reader that finds something (a parent) inside its read section, then waits in that section
@@ -73,37 +88,18 @@ class mid_walk_reader {
 /// The constructor returns once the reader has found it (a null find walks nothing). The wait is
 /// mid_walk_reader's: a yield loop, under the test's watchdog.
 template <class Flavor>
-class late_walk_reader {
+class late_walk_reader : public walking_reader<Flavor> {
  public:
   template <class Find, class WriterDone, class RangeOf>
   late_walk_reader(Find find, WriterDone writer_done, RangeOf range_of)
-      : thread_([this, find, writer_done, range_of] {
-          thread_registration<Flavor> registered;
+      : walking_reader<Flavor>([find, writer_done, range_of](std::vector<std::uint64_t>& walked, std::latch& standing) {
           read_guard<Flavor> guard;
           const auto* found = find(guard);
-          standing_.count_down();
+          standing.count_down();
           while (!writer_done()) std::this_thread::yield();
           if (found != nullptr)
-            for (const auto& x : range_of(found)) walked_.push_back(x.id);
-        }) {
-    standing_.wait();
-  }
-  late_walk_reader(const late_walk_reader&) = delete;
-  late_walk_reader& operator=(const late_walk_reader&) = delete;
-  ~late_walk_reader() {
-    if (thread_.joinable()) thread_.join();
-  }
-
-  /// Effects: waits for the walk to end; the ids it yielded, in order.
-  std::vector<std::uint64_t> join() {
-    thread_.join();
-    return walked_;
-  }
-
- private:
-  std::vector<std::uint64_t> walked_;
-  std::latch standing_{1};
-  std::thread thread_;  // last: it starts once the members above exist
+            for (const auto& x : range_of(found)) walked.push_back(x.id);
+        }) {}
 };
 
 /// The ids a walk of `range_of()` yields, in one read section of Flavor, into an Ids container
