@@ -353,7 +353,7 @@ MUTANTS += [  # issue 37: registry semantics, round 2 (each killed by hand on 20
      "bool lost = going_away(*o);  // in a batch", "bool lost = false;  // in a batch",
      rs("a_replace_of_an_object_already_being_unregistered_is_a_result_not_misuse")),
     ("keep_children_drops_them", RG,
-     "if constexpr (kKeep) adopt_children<K>(*o, n);", "",
+     "if constexpr (kKeep) children_step<K>([&]<class Rel>() { Rel::adopt(*o, n); });", "",
      rs("a_replace_keeping_children_re_parents_them_and_costs_one_grace_period")),
     ("adopted_children_name_the_old_parent", OW,
      "for (; it != dst.end(); ++it) hook_of(*it).parent_.store(&to, std::memory_order_release);", "(void)it;",
@@ -416,8 +416,8 @@ MUTANTS += [  # issue 37: registry semantics, round 2 (each killed by hand on 20
      "    static_cast<void>(slot);\n",
      ("owned_readers_test", r"^owned_readers\.")),
     ("owned_rcu_unlink_clears_next", OW,  # unlinked as a safe_link hook is: a reader on it stops short
-     "    list_.erase(it);\n  }\n\n  /// Requires: the writer lock. Effects: from's children",
-     "    next_of(c).store(nullptr, std::memory_order_release);\n    list_.erase(it);\n  }\n\n  /// Requires: the writer lock. Effects: from's children",
+     "    list_.erase(it);\n  }\n\n  /// Requires: the writer lock; from's parent is going away",
+     "    next_of(c).store(nullptr, std::memory_order_release);\n    list_.erase(it);\n  }\n\n  /// Requires: the writer lock; from's parent is going away",
      ("owned_readers_test", r"^owned_readers\.owned_readers\.a_reader_standing_on_a_child_being_deleted")),
     ("membership_member_keeps_its_edges_in_groups", "include/rcubatch/membership.hpp",
      "    for (edge_type& e : (m.*Groups).list_) (e.group_->*List).unlink(e);", "    static_cast<void>(m);",
@@ -563,3 +563,45 @@ def main():
 
 if __name__ == "__main__":
     main()
+
+
+def ir(regex):
+    """A test of tests/interaction_rows_test.cpp (docs/guide.md's interaction table) by its name."""
+    return ("interaction_rows_test", r"^interaction_rows\.interaction_rows\.(" + regex + ")$")
+
+
+def orr(regex):
+    """A test of tests/owned_readers_test.cpp by its name."""
+    return ("owned_readers_test", r"^owned_readers\.owned_readers\.(" + regex + ")$")
+
+
+UQ = "include/rcubatch/unreg_queue.hpp"
+MUTANTS += [  # the review gaps of issues 36-37 (branch r-gaps): splice_back under readers, interaction rows
+    ("splice_back_does_not_link_the_moved_chain", OW,  # the new parent's readers see no child
+     "    slot.store(from.rcu_first_.load(std::memory_order_relaxed), std::memory_order_release);\n",
+     "    static_cast<void>(slot);\n",
+     orr("a_reader_standing_mid_walk_on_the_old_parent_across_a_replace_keeping_children_walks_on_to_every_child|"
+         "two_readers_walking_a_parent_replaced_a_thousand_times_keeping_its_children_see_every_lasting_child_and_none_destroyed")),
+    ("splice_back_nulls_the_old_head", OW,  # the merge's first version: a late reader of the old parent sees none
+     "    list_.splice(list_.end(), from.list_);  // constant_time_size: O(1)\n",
+     "    from.rcu_first_.store(nullptr, std::memory_order_release);\n"
+     "    list_.splice(list_.end(), from.list_);  // constant_time_size: O(1)\n",
+     orr("a_reader_that_found_the_old_parent_before_a_replace_keeping_children_and_walks_after_it_sees_every_child")),
+    ("keep_children_shared_only_after_the_publish", RG,  # readers finding the new parent saw no child
+     "    if constexpr (kKeep) children_step<K>([&]<class Rel>() { Rel::share(*o, n); });\n", "",
+     orr("a_reader_finding_the_new_parent_the_moment_a_replace_keeping_children_publishes_it_sees_every_child")),
+    ("object_in_another_queue_moved_without_a_diagnosis", UQ,  # a deferred flush takes a submitted object
+     "      detail::diagnose(misuse_kind::queued_in_other_queue,\n",
+     "      if (false) detail::diagnose(misuse_kind::queued_in_other_queue,\n",
+     ir("a_deferred_flush_beside_an_attached_reclaimer_is_its_own_batch_and_refuses_an_object_submitted_there")),
+    ("sharded_count_not_run_down", SR,
+     "    o.shards_.run_down(static_cast<registrable_base&>(o).refs());\n", "    static_cast<void>(o);\n",
+     ir("a_deferred_flush_of_held_tracked_and_sharded_objects_runs_the_sharded_counts_down_at_once_and_destroys_both_once_let_go")),
+    ("replaced_member_leaves_no_group_empty", "include/rcubatch/membership.hpp",
+     "&& !b.contains(g)) Hook(g, b);", "&& !b.contains(g) && false) Hook(g, b);",
+     ir("a_replace_drops_the_memberships_of_the_old_version_and_a_group_it_leaves_empty_goes_in_its_batch")),
+    ("objects_of_later_chunks_not_going_away", RG,
+     "           (st != reg_state::registered || detail::registrable_access::owner(base) != nullptr);",
+     "           (st != reg_state::registered);",
+     ir("replaces_and_add_under_between_two_chunks_of_an_unlist_meet_its_objects_as_going_away")),
+]

@@ -23,29 +23,12 @@
 #include "support/checking_readers.hpp"
 #include "support/mid_walk_reader.hpp"
 #include "support/misuse_capture.hpp"
+#include "support/nexthop_groups.hpp"
 #include "support/objects.hpp"
 #include "support/watchdog.hpp"
 
 namespace rcubatch::test {
 namespace {
-
-struct nh_group;
-struct nexthop : registrable<nexthop> {
-  explicit nexthop(std::uint64_t i) : id(i) {}
-  std::uint64_t id;
-  lfht_hook<nexthop> by_id;
-  memberships<nexthop, nh_group> groups;
-  std::atomic<std::uint64_t> poison{kAlive};
-};
-struct nh_group : registrable<nh_group> {
-  explicit nh_group(std::uint64_t i) : id(i) {}
-  std::uint64_t id;
-  lfht_hook<nh_group> by_id;
-  member_list<nexthop, &nexthop::groups> members{*this};
-  std::atomic<std::uint64_t> poison{kAlive};
-};
-using nexthop_ids = lfht_index<nexthop, &nexthop::by_id, key_member<&nexthop::id>, flavor::memb>;
-using group_ids = lfht_index<nh_group, &nh_group::by_id, key_member<&nh_group::id>, flavor::memb>;
 
 /// Destroyed objects, poisoned and kept until the readers have stopped.
 struct graveyard {
@@ -68,11 +51,6 @@ struct nexthop_policy : indexed<nexthop, nexthop_ids> {
   }
 };
 using table = basic_registry<flavor::memb, std::mutex, group_policy, nexthop_policy>;
-
-/// The ids of a group's members, walked as a reader walks them.
-std::set<std::uint64_t> member_ids(const nh_group& g) {
-  return ids_walked<flavor::memb, std::set<std::uint64_t>>([&] { return g.members.rcu_range(); });
-}
 
 struct membership : ::testing::Test {
   membership() {

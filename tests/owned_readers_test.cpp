@@ -1,8 +1,9 @@
 // owned.hpp, the readers' side (issue 37 item 5): owned_list::rcu_range walked inside a read_guard
-// while a writer adds children and deletes them by batch, with real memb grace periods. Every
-// destroyed child is poisoned and kept (freed after the readers stop), so a reader that reaches one
-// counts it; each walk's length is bounded by the children ever added (a walk that loops would
-// hang, and the watchdog fails it).
+// while a writer adds children and deletes them by batch, and while it replaces the parent keeping
+// its children (owned_list::splice_back), with real memb grace periods. Every destroyed child and
+// session is poisoned and kept (freed after the readers stop), so a reader that reaches one counts
+// it; each walk's length is bounded by the children ever added (a walk that loops would hang, and
+// the watchdog fails it).
 #include <rcubatch/index/lfht_index.hpp>
 #include <rcubatch/owned.hpp>
 #include <rcubatch/read_guard.hpp>
@@ -14,9 +15,11 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "support/checking_readers.hpp"
@@ -40,15 +43,27 @@ struct session : registrable<session> {
   std::uint64_t id;
   lfht_hook<session> by_id;
   owned_list<stream, &stream::owner> streams;
+  std::atomic<std::uint64_t> poison{kAlive};
 };
 using session_ids = lfht_index<session, &session::by_id, key_member<&session::id>, flavor::memb>;
 using stream_ids = lfht_index<stream, &stream::by_id, key_member<&stream::id>, flavor::memb>;
 
-/// Destroyed children, poisoned and kept until the readers have stopped.
+/// Destroyed children and sessions, poisoned and kept until the readers have stopped.
 inline std::vector<std::unique_ptr<stream>>* g_dead = nullptr;
+inline std::vector<std::unique_ptr<session>>* g_dead_sessions = nullptr;
+/// Run by the session policy's replace right after it published the new session (the writer lock
+/// held, the replace not finished), if set.
+inline std::function<void()> g_after_publish;
 
 struct session_policy : indexed<session, session_ids>, owning<&session::streams> {
-  void destroy(session* s) noexcept { delete s; }
+  void replace(session& old, session& fresh) {
+    indexed<session, session_ids>::replace(old, fresh);
+    if (g_after_publish) g_after_publish();
+  }
+  void destroy(session* s) noexcept {
+    s->poison.store(kPoison);
+    g_dead_sessions->emplace_back(s);  // reserved by the test: no allocation here
+  }
 };
 struct stream_policy : indexed<stream, stream_ids> {
   void destroy(stream* st) noexcept {
@@ -73,14 +88,22 @@ std::vector<std::uint64_t> writer_ids(const session& s) {
 struct owned_readers : ::testing::Test {
   owned_readers() {
     dead.reserve(kMostDestroyed);
+    dead_sessions.reserve(kMostSessions);
     g_dead = &dead;
+    g_dead_sessions = &dead_sessions;
   }
-  ~owned_readers() override { g_dead = nullptr; }
+  ~owned_readers() override {
+    g_after_publish = nullptr;
+    g_dead = nullptr;
+    g_dead_sessions = nullptr;
+  }
   static constexpr std::size_t kMostDestroyed = 16'000;
+  static constexpr std::size_t kMostSessions = 4'096;
   thread_registration<flavor::memb> self;
   grace_domain<flavor::memb> domain;
   table t{domain};
   std::vector<std::unique_ptr<stream>> dead;
+  std::vector<std::unique_ptr<session>> dead_sessions;
 
   /// Adds a session and `n` children with ids first, first + 1, ...; returns them.
   session* open(std::uint64_t first, std::uint64_t n, std::vector<stream*>& children) {
@@ -177,6 +200,184 @@ TEST_F(owned_readers, two_readers_walking_a_parents_children_never_see_a_destroy
   EXPECT_EQ(s->streams.size(), live.size());
   EXPECT_EQ(walk_ids(*s), writer_ids(*s));
   EXPECT_EQ(t.unregister(*s).objects, 1 + live.size());
+}
+
+// ---- A replace that keeps the children (owned_list::splice_back) under readers ----
+// Decided: a reader of the old parent sees every child, never stops short. Mid-walk, it goes on
+// through the moved children (their nexts are unchanged); found before the replace and walked after
+// it, it follows the old parent's head, which splice_back keeps pointing into the moved chain.
+
+TEST_F(owned_readers, a_reader_standing_mid_walk_on_the_old_parent_across_a_replace_keeping_children_walks_on_to_every_child) {
+  // The reader stands on the old session's first child, inside its read section; the writer
+  // replaces the session keeping its children (they move to the new one, re-pointed after the
+  // splice) and waits in the old session's grace period for the reader; the reader walks on from
+  // there once the children name the new session. A reader starting on the new session at rest
+  // then sees the same children, in the same order, as the writer's list.
+  watchdog dog(std::chrono::seconds(60), "a reader mid-walk on a parent replaced keeping its children");
+  std::vector<stream*> c;
+  session* old = open(1, 3, c);
+  auto* fresh = new session(1);
+  mid_walk_reader<flavor::memb> reader(
+      [&](const read_guard<flavor::memb>& guard) {
+        return t.find<session_ids>(guard, std::uint64_t{1})->streams.rcu_range();
+      },
+      [&] { return c[2]->owner.parent() == fresh; });  // the last child re-pointed: the move is done
+  const replace_result r = t.replace(*old, *fresh, keep_children);  // waits for the reader in its GP
+  EXPECT_TRUE(r);
+  EXPECT_EQ(r.stats.objects, 1u) << "the old session alone: no child queued";
+  EXPECT_EQ(reader.join(), (std::vector<std::uint64_t>{1, 2, 3}));
+  EXPECT_EQ(walk_ids(*fresh), (std::vector<std::uint64_t>{1, 2, 3})) << "a reader starting on the new session";
+  EXPECT_EQ(walk_ids(*fresh), writer_ids(*fresh));
+  EXPECT_EQ(dead.size(), 0u);
+  EXPECT_EQ(t.unregister(*fresh).objects, 4u);
+}
+
+TEST_F(owned_readers, a_reader_that_found_the_old_parent_before_a_replace_keeping_children_and_walks_after_it_sees_every_child) {
+  // The reader finds the session and, before walking, waits inside its read section until the
+  // replace has moved the children; its walk of the old session then starts from the old head,
+  // which still leads into the moved chain: every child, none destroyed (the replace's grace
+  // period waits for the reader). Were the head nulled, it would see a session with no children,
+  // which no version ever had.
+  watchdog dog(std::chrono::seconds(60), "a late reader of a parent replaced keeping its children");
+  std::vector<stream*> c;
+  session* old = open(1, 3, c);
+  auto* fresh = new session(1);
+  late_walk_reader<flavor::memb> reader(
+      [&](const read_guard<flavor::memb>& guard) { return t.find<session_ids>(guard, std::uint64_t{1}); },
+      [&] { return c[2]->owner.parent() == fresh; },
+      [](const session* found) { return found->streams.rcu_range(); });
+  ASSERT_TRUE(t.replace(*old, *fresh, keep_children));  // waits for the reader in its GP
+  EXPECT_EQ(reader.join(), (std::vector<std::uint64_t>{1, 2, 3}));
+  EXPECT_EQ(dead_sessions.size(), 1u) << "the old session, destroyed after the reader left";
+  EXPECT_EQ(walk_ids(*fresh), (std::vector<std::uint64_t>{1, 2, 3}));
+  EXPECT_EQ(t.unregister(*fresh).objects, 4u);
+}
+
+TEST_F(owned_readers, a_reader_finding_the_new_parent_the_moment_a_replace_keeping_children_publishes_it_sees_every_child) {
+  // The session policy's replace runs a reader right after it published the new session, before
+  // the replace goes on (the writer lock held): the reader finds the new session by key and walks
+  // it. It sees every child: the new session's readers' chain is the old one's before the publish
+  // (it was linked only after the publish once, and such a reader saw none: found by this test's
+  // last one under TSan).
+  watchdog dog(std::chrono::seconds(60), "a reader inside a replace keeping children");
+  std::vector<stream*> c;
+  session* old = open(1, 3, c);
+  auto* fresh = new session(1);
+  const session* found = nullptr;
+  std::vector<std::uint64_t> seen;
+  g_after_publish = [&] {
+    std::thread reader([&] {  // no lock and no grace period: it cannot wait for the writer
+      thread_registration<flavor::memb> registered;
+      read_guard<flavor::memb> guard;
+      found = t.find<session_ids>(guard, std::uint64_t{1});
+      if (found != nullptr)
+        for (const stream& st : found->streams.rcu_range()) seen.push_back(st.id);
+    });
+    reader.join();
+  };
+  ASSERT_TRUE(t.replace(*old, *fresh, keep_children));
+  g_after_publish = nullptr;
+  EXPECT_EQ(found, fresh) << "the reader ran after the publish";
+  EXPECT_EQ(seen, (std::vector<std::uint64_t>{1, 2, 3}));
+  EXPECT_EQ(walk_ids(*fresh), writer_ids(*fresh));
+  EXPECT_EQ(t.unregister(*fresh).objects, 4u);
+}
+
+TEST_F(owned_readers, two_readers_walking_a_parent_replaced_a_thousand_times_keeping_its_children_see_every_lasting_child_and_none_destroyed) {
+  // 2 readers find session 1 and walk its children, over and over (every fourth time yielding
+  // between the lookup and the walk, so that replaces land there too), while the writer runs
+  // kRounds rounds of: replace the session keeping its children (by object and by key in turn),
+  // add kPerRound children under it by key, delete kPerRound of the children added since the
+  // start, picked at random (head, middle and tail of that part), in one batch. The kLasting
+  // children added first are never deleted: every walk, of whichever version its reader found,
+  // must see all of them, in order, and nothing destroyed; no walk is longer than the children
+  // ever added; every replace tears down the old session alone, in one grace period.
+  constexpr int kRounds = 1000;
+  constexpr int kPerRound = 4;
+  constexpr std::uint64_t kLasting = 8;
+  constexpr std::uint64_t kChurn = 16;
+  static_assert(kRounds * kPerRound <= kMostDestroyed && kRounds + 1 <= kMostSessions);
+  constexpr long kEverAdded = kLasting + kChurn + kRounds * kPerRound;
+  watchdog dog(std::chrono::seconds(240), "readers walking a parent replaced keeping its children");
+  std::vector<stream*> lasting;
+  session* s = open(0, kLasting, lasting);
+  std::vector<stream*> churn;
+  std::uint64_t next_id = kLasting;
+  for (std::uint64_t i = 0; i < kChurn; ++i) churn.push_back(add_child(*s, next_id++));
+
+  std::atomic<long> longest_walk{0}, stopped_short{0}, walks{0};
+  checking_readers<flavor::memb> readers(2, [&](std::uint64_t i, const read_guard<flavor::memb>& guard) {
+    const session* p = t.find<session_ids>(guard, std::uint64_t{1});
+    if (i % 4 == 0) std::this_thread::yield();  // widens the lookup-to-walk window (not synchronization)
+    bool poisoned = p != nullptr && p->poison.load(std::memory_order_relaxed) != kAlive;
+    long steps = 0;
+    std::uint64_t lasting_seen = 0;  // the lasting ids 0, 1, ... met in that order
+    if (p != nullptr) {
+      for (const stream& st : p->streams.rcu_range()) {
+        poisoned |= st.poison.load(std::memory_order_relaxed) != kAlive;
+        if (st.id < kLasting && st.id == lasting_seen) ++lasting_seen;
+        if (++steps > kEverAdded) break;  // a loop: counted below, never spun forever
+      }
+      if (lasting_seen != kLasting) stopped_short.fetch_add(1, std::memory_order_relaxed);
+    }
+    walks.fetch_add(1, std::memory_order_relaxed);
+    long seen = longest_walk.load(std::memory_order_relaxed);
+    while (steps > seen && !longest_walk.compare_exchange_weak(seen, steps, std::memory_order_relaxed)) {
+    }
+    return lookup_outcome{.missed = p == nullptr, .poisoned = poisoned};
+  });
+
+  std::mt19937 rng(41);
+  unsigned not_alone = 0, not_one_gp = 0, not_replaced = 0, not_added = 0;
+  for (int round = 0; round < kRounds; ++round) {
+    auto* fresh = new session(1);
+    const replace_result r = round % 2 == 0 ? t.replace(*s, *fresh, keep_children)
+                                            : t.try_replace<session_ids>(std::uint64_t{1}, *fresh, keep_children);
+    if (!r) {
+      ++not_replaced;
+      delete fresh;
+      continue;
+    }
+    s = fresh;
+    not_alone += r.stats.objects != 1 ? 1u : 0u;
+    not_one_gp += r.stats.grace_periods != 1 ? 1u : 0u;
+    for (int k = 0; k < kPerRound; ++k) {
+      auto* st = new stream(next_id++);
+      if (t.add_under<session_ids>(std::uint64_t{1}, *st).status == add_status::added) churn.push_back(st);
+      else {
+        ++not_added;
+        delete st;
+      }
+    }
+    std::shuffle(churn.begin(), churn.end(), rng);
+    const std::vector<stream*> doomed(churn.end() - kPerRound, churn.end());
+    churn.resize(churn.size() - kPerRound);
+    ASSERT_EQ(t.unregister_many(doomed).objects, static_cast<std::size_t>(kPerRound));
+    if (round % 50 == 0) {  // the readers walk between rounds, even on a loaded machine (progress, not timing)
+      const long before = walks.load();
+      while (walks.load() < before + 4) std::this_thread::yield();
+    }
+    dog.kick();
+  }
+  const lookup_tally seen = readers.stop();
+  EXPECT_EQ(not_replaced, 0u);
+  EXPECT_EQ(not_added, 0u);
+  EXPECT_GT(seen.lookups, 0);
+  EXPECT_EQ(seen.misses, 0) << "readers find the old session or the new one";
+  EXPECT_EQ(seen.poisoned, 0) << "no destroyed child or session reached";
+  EXPECT_EQ(stopped_short.load(), 0) << "every walk met every lasting child, in order";
+  EXPECT_LE(longest_walk.load(), kEverAdded);
+  EXPECT_EQ(not_alone, 0u) << "a replace keeping the children tears down the old session alone";
+  EXPECT_EQ(not_one_gp, 0u);
+  EXPECT_EQ(dead.size(), static_cast<std::size_t>(kRounds * kPerRound));
+  EXPECT_EQ(dead_sessions.size(), static_cast<std::size_t>(kRounds));
+  // At rest the readers' chain and the writer's list agree, child for child, lasting ones first.
+  EXPECT_EQ(s->streams.size(), kLasting + churn.size());
+  const std::vector<std::uint64_t> at_rest = writer_ids(*s);
+  EXPECT_EQ(walk_ids(*s), at_rest);
+  EXPECT_EQ(std::vector<std::uint64_t>(at_rest.begin(), at_rest.begin() + kLasting),
+            (std::vector<std::uint64_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(t.unregister(*s).objects, 1 + kLasting + churn.size());
 }
 
 }  // namespace

@@ -28,6 +28,12 @@
 // Deleting a group (table.unregister(*g)) drops its edges; its members stay registered, in their
 // other groups.
 //
+// Replace: memberships are not carried across registry::replace (nor try_replace). The old
+// version is torn down as a delete tears it down, edges and all: a replaced member leaves every
+// group (each gets the Hook, so queue_when_empty deletes a group it was the last member of, in the
+// replace's batch), a replaced group drops its edges; the new version starts in no group, or with
+// no member. Join again under the writer lock (tests/interaction_rows_test.cpp shows both).
+//
 // Linux's nexthop groups are the model (net/ipv4/nexthop.c: a group holds one nh_grp_entry per
 // member, and each nexthop a list of the entries naming it; deleting a nexthop removes its entries
 // from every group, and a group left with no member is deleted too; deleting a group only drops

@@ -220,10 +220,13 @@ class owned_list {
   /// whole walk is visited once; a child linked or unlinked during the walk is visited or not;
   /// none is visited after its destroy. The walk always ends (each step follows a pointer a writer
   /// stored, towards the tail: a child is linked only at the tail, and an unlinked child is never
-  /// linked again). Requires: the walk and every use of the children it yields lie inside one read
-  /// section of the registry's flavor (read_guard), in which the parent itself was found (or the
-  /// writer lock is held). Thread safety: any number of readers, concurrently with the writer.
-  /// Throws: nothing. Complexity: O(1); the walk O(children).
+  /// linked again). The old version of a parent replaced keeping its children
+  /// (registry::replace(old, new, keep_children)) walks on into the new one's chain: a reader that
+  /// found the old parent sees every moved child still linked (to the new parent) for its whole
+  /// walk, once (splice_back says why this is safe). Requires: the walk and every use of the
+  /// children it yields lie inside one read section of the registry's flavor (read_guard), in
+  /// which the parent itself was found (or the writer lock is held). Thread safety: any number of
+  /// readers, concurrently with the writer. Throws: nothing. Complexity: O(1); the walk O(children).
   owned_rcu_range<Child, Hook> rcu_range() noexcept { return owned_rcu_range<Child, Hook>(first()); }
   /// Effects, Requires, Thread safety: as rcu_range(), read-only.
   owned_rcu_range<const Child, Hook> rcu_range() const noexcept {
@@ -255,16 +258,41 @@ class owned_list {
     list_.erase(it);
   }
 
-  /// Requires: the writer lock. Effects: from's children, in order, at the tail of both views of
-  /// this list (O(1)); from has none. A reader walking from's chain goes on through the moved
-  /// children as before (their nexts are unchanged); one walking this list sees them or not.
+  /// Requires: the writer lock; from's parent is going away and gets no child again (the only
+  /// caller is a replace keeping the children: from belongs to the old version). Effects: from's
+  /// children, in order, at the tail of both views of this list (O(1)); from's writer view is
+  /// empty. A reader walking from's chain goes on through the moved children as before (their
+  /// nexts are unchanged); one walking this list sees all of them or none (one release store
+  /// links the whole chain).
+  /// from's readers' head is kept, not nulled: it goes on pointing into the moved chain, so a
+  /// reader that found the old parent before the replace but starts its walk only after it still
+  /// sees every child (those linked for its whole walk; tests/owned_readers_test.cpp). Nulling it
+  /// would show that reader a parent with no children, which no version ever had. Keeping it is
+  /// safe: a reader reaches the old parent only through a pointer this replace overwrites (the
+  /// index entry, a child's parent()), so it did not see the replace's stores; a grace period
+  /// that starts after them waits for its section. A moved child is destroyed after a grace
+  /// period that follows its unlink, which comes after this replace under the writer lock: so it
+  /// outlives that reader. And nothing links into from again (its parent is going away: add and
+  /// add_under refuse it), so the stale head is never written, only destroyed with its parent.
   void splice_back(owned_list& from) noexcept {
-    if (from.list_.empty()) return;
+    if (from.list_.empty()) return;  // (shared or not: from's head is then null, as is ours)
     std::atomic<void*>& slot = list_.empty() ? rcu_first_ : next_of(list_.back());
     slot.store(from.rcu_first_.load(std::memory_order_relaxed), std::memory_order_release);
-    from.rcu_first_.store(nullptr, std::memory_order_release);
     list_.splice(list_.end(), from.list_);  // constant_time_size: O(1)
   }
+
+  /// Requires: the writer lock; this list is empty and not yet reachable by readers (its parent
+  /// is about to take from's parent's place: registry::replace with keep_children). Effects: this
+  /// list's readers' head points at from's chain, the writer's view unchanged; splice_back then
+  /// moves the writer's view. Why before the publish: a reader that finds the new parent as soon
+  /// as it is published must see its children; linked only after, they were missing for readers
+  /// in between (tests/owned_readers_test.cpp). unshare undoes it when the publish throws.
+  void share_chain_of(const owned_list& from) noexcept {
+    rcu_first_.store(from.rcu_first_.load(std::memory_order_relaxed), std::memory_order_release);
+  }
+  /// Requires: the writer lock; share_chain_of was called and this list's parent never became
+  /// reachable. Effects: the readers' head empty again.
+  void unshare() noexcept { rcu_first_.store(nullptr, std::memory_order_relaxed); }
 
   list_type list_;
   std::atomic<void*> rcu_first_{nullptr};  // the readers' head (a Child*, typed as the hooks' next): under the writer lock
@@ -285,6 +313,11 @@ struct owned_relation<List> {
   /// Requires: the writer lock; `to` took `from`'s place (registry::replace with keep_children).
   /// Effects: from's children, in order, at the end of to's list (an O(1) splice), each hook
   /// naming `to` (a release store: a reader that follows parent() finds from or to).
+  /// Requires: the writer lock; `to` is about to take `from`'s place and is not published yet.
+  /// Effects: readers who find `to` see from's children from its publish on (owned_list::
+  /// share_chain_of); adopt completes the move. unshare: the publish failed, `to` stays empty.
+  static void share(Parent& from, Parent& to) noexcept { (to.*List).share_chain_of(from.*List); }
+  static void unshare(Parent& to) noexcept { (to.*List).unshare(); }
   static void adopt(Parent& from, Parent& to) noexcept {
     list_type& dst = list_of(to);
     const auto first_moved = dst.size();

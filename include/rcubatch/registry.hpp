@@ -1526,7 +1526,7 @@ class basic_registry {
 
   /// replace's and try_replace's body: under the writer lock, find_old() (the object, or by key),
   /// the checks (a lost race is a result), the swap in every index, then old's batch. kKeep: old's
-  /// owned children move to new_obj in the same critical section (adopt_children).
+  /// owned children move to new_obj in the same critical section (children_step: share, adopt).
   template <std::size_t K, bool kKeep, class FindOld>
   replace_result replace_core(FindOld&& find_old, object_at<K>& n, const char* caller) {
     using T = object_at<K>;
@@ -1566,11 +1566,18 @@ class basic_registry {
       r.stats.refused = true;
       return r;
     }
-    std::get<K>(policies_).replace(*o, n);  // throws with nothing changed; the queue is dropped
+    // kKeep: n's readers' chain is o's before n is published (a reader finding n sees o's children).
+    if constexpr (kKeep) children_step<K>([&]<class Rel>() { Rel::share(*o, n); });
+    try {
+      std::get<K>(policies_).replace(*o, n);  // throws with nothing changed; the queue is dropped
+    } catch (...) {
+      if constexpr (kKeep) children_step<K>([&]<class Rel>() { Rel::unshare(n); });  // n never published
+      throw;
+    }
     link_owned(n);
     n.mark_registered();  // cannot fail: uninitialized, checked under this lock
     detail::registrable_access::set_unlisted_early(*o, true);  // its batch skips the unlist
-    if constexpr (kKeep) adopt_children<K>(*o, n);
+    if constexpr (kKeep) children_step<K>([&]<class Rel>() { Rel::adopt(*o, n); });
     r.status = replace_status::replaced;
     r.replaced = true;
     r.stats = run(q, std::index_sequence_for<Policies...>{});
@@ -1587,15 +1594,16 @@ class basic_registry {
                                   "registry::try_replace");
   }
 
-  /// Requires: the writer lock; `to` took `from`'s place (replace_core). Effects: every child in
-  /// each of from's owned lists moves to the same list of `to`, in order, its owner_hook naming
-  /// `to` (owned_relation::adopt: a reader that follows parent() finds from or to, and from is
-  /// destroyed only after its batch's grace period).
-  template <std::size_t K>
-  static void adopt_children(object_at<K>& from, object_at<K>& to) noexcept {
+  /// Requires: the writer lock. Effects: step.template operator()<Rel>() for each owned relation
+  /// of slot K's policy. replace_core's keep_children steps: Rel::share before `to` is published
+  /// (readers who find it see from's children), Rel::unshare if the publish throws, Rel::adopt
+  /// once `to` took `from`'s place (the children move, each owner_hook naming `to`: a reader that
+  /// follows parent() finds from or to, and from is destroyed only after its batch's grace period).
+  template <std::size_t K, class Step>
+  static void children_step(Step&& step) noexcept {
     using Rels = detail::owned_lists_t<std::tuple_element_t<K, std::tuple<Policies...>>>;
     [&]<class... Rs>(std::type_identity<std::tuple<Rs...>>) {
-      (Rs::adopt(from, to), ...);
+      (step.template operator()<Rs>(), ...);
     }(std::type_identity<Rels>{});
   }
 
