@@ -74,6 +74,11 @@ struct deferred_options {
   /// Yield the core at each pause (off: measured slower on a loaded 2-core machine, glibc and
   /// jemalloc alike, with no gain in an inserter's latency: docs/guide.md).
   bool yield_between_chunks = false;
+  /// Copy a flush's pointer array (registry::unregister_many_deferred over a std::vector<T*>) so
+  /// that the drain, too, prefetches through it (rollback_many.hpp, order_hint): one allocation
+  /// of 8 bytes per object and a copy on the caller's thread before the call returns. Off: the
+  /// hint serves the passes before the return only (the caller's array may be gone after it).
+  bool copy_order_hint = false;
 };
 
 namespace detail {
