@@ -4,13 +4,14 @@
 //                 rcu_barrier (every object freed when it returns);
 //   deferred      registry::unregister_many_deferred (deferred_destroy.hpp): the call returns
 //                 after the batch's grace period; the destroys run on the reclaimer's thread;
-//                 ticket.wait() returns when every object is freed. Unlist in chunks of
+//                 ticket.wait() returns when every object is freed. The drain prefetches through
+//                 a copy of the array (deferred_options::copy_order_hint, default). Unlist in chunks of
 //                 --unlist-chunk (1024), destroys in chunks of --destroy-chunk (4096), no yield
 //                 (the defaults: memb's quiescent state between chunks is a no-op);
 //   deferred_yield  the same, yielding the core between destroy chunks: does interleaving help malloc?
 //   deferred_nochunk  the same, unlist in one piece (unlist_chunk 0): the insert latency without it;
-//   deferred_copyhint  deferred, with deferred_options::copy_order_hint: the drain prefetches through
-//                 a copy of the caller's array (the passes before the return use the array itself);
+//   deferred_nocopy  deferred without deferred_options::copy_order_hint: the drain does not prefetch
+//                 through a copy of the caller's array (the passes before the return still use it);
 //   sync          registry::unregister_many: everything on the caller's thread (for reference).
 // During each teardown an insert thread adds fresh objects to the same structure (registry::add,
 // or the index under the mutex for call_rcu), one every --insert-every-us (50 µs) as a server's
@@ -18,8 +19,8 @@
 // flush call returns.
 // Printed per variant (medians over the rounds, ratios per round): the time until the flush call
 // returns (per round for the deferred variants: its unlist pass, its GP #1 and the rest — the push
-// pass, the copy, the hand-off — from the ticket's stats_at_handoff), the time until every object
-// is freed, GPs per flush, insert latency p50/p99/max and
+// pass, the copy, the hand-off — from the ticket's stats_at_handoff; and the reclaimer's drain, from
+// its wait()), the time until every object is freed, GPs per flush, insert latency p50/p99/max and
 // count, the RSS after populate and the peak RSS above it during the teardown (VmHWM, reset
 // through /proc/self/clear_refs after populate); then the ratios to call_rcu's time until freed,
 // per round. glibc malloc as shipped (no mallopt).
@@ -134,6 +135,7 @@ struct sample {
   long populated_kib = 0;  // RSS once populated
   long peak_kib = 0;       // peak RSS during the teardown
   double unlist_s = 0, gp1_s = 0;  // of the returned time (the registry's variants)
+  double drain_s = 0;               // the deferred variants: the reclaimer's drain and destroys
 };
 
 /// Inserts fresh objects back to back until `until` is set, timing each; `add` inserts one.
@@ -211,7 +213,7 @@ sample run_call_rcu(std::size_t n, std::mt19937_64& rng) {
   return s;
 }
 
-enum class mode { deferred, deferred_yield, deferred_nochunk, deferred_copyhint, sync };
+enum class mode { deferred, deferred_yield, deferred_nochunk, deferred_nocopy, sync };
 
 sample run_registry(mode md, std::size_t n, std::size_t unlist_chunk, std::size_t destroy_chunk, std::mt19937_64& rng) {
   sample s;
@@ -222,7 +224,7 @@ sample run_registry(mode md, std::size_t n, std::size_t unlist_chunk, std::size_
       .max_pending_objects = std::size_t{1} << 22,
       .destroy_chunk = destroy_chunk,
       .yield_between_chunks = md == mode::deferred_yield,
-      .copy_order_hint = md == mode::deferred_copyhint});
+      .copy_order_hint = md != mode::deferred_nocopy});
   auto objs = make_objects(n, rng);
   for (object* o : objs) t.add(*o);
   std::shuffle(objs.begin(), objs.end(), rng);
@@ -251,7 +253,7 @@ sample run_registry(mode md, std::size_t n, std::size_t unlist_chunk, std::size_
     s.gps = ticket.stats_at_handoff().grace_periods;
     s.unlist_s = std::chrono::duration<double>(ticket.stats_at_handoff().time_of(rcubatch::phase::unlist)).count();
     s.gp1_s = std::chrono::duration<double>(ticket.stats_at_handoff().time_of(rcubatch::phase::grace_period_1)).count();
-    ticket.wait();
+    s.drain_s = std::chrono::duration<double>(ticket.wait().time_of(rcubatch::phase::ref_drain)).count();
     s.freed_s = seconds_since(t0);
   }
   inserter.join();
@@ -304,7 +306,7 @@ int main(int argc, char** argv) {
   std::atomic<std::uint64_t> lookups{0};
   std::thread r1(reader_loop, 1u, std::ref(lookups)), r2(reader_loop, 2u, std::ref(lookups));
   const std::vector<std::string> names{"call_rcu",         "deferred", "deferred_yield", "deferred_nochunk",
-                                       "deferred_copyhint", "sync"};
+                                       "deferred_nocopy", "sync"};
   std::map<std::string, std::vector<sample>> all;
   std::mt19937_64 rng(36);
   int bad = 0;
@@ -317,8 +319,8 @@ int main(int argc, char** argv) {
                  : v == "deferred"         ? run_registry(mode::deferred, n, unlist_chunk, destroy_chunk, rng)
                  : v == "deferred_yield" ? run_registry(mode::deferred_yield, n, unlist_chunk, destroy_chunk, rng)
                  : v == "deferred_nochunk" ? run_registry(mode::deferred_nochunk, n, unlist_chunk, destroy_chunk, rng)
-                 : v == "deferred_copyhint"
-                     ? run_registry(mode::deferred_copyhint, n, unlist_chunk, destroy_chunk, rng)
+                 : v == "deferred_nocopy"
+                     ? run_registry(mode::deferred_nocopy, n, unlist_chunk, destroy_chunk, rng)
                                            : run_registry(mode::sync, n, unlist_chunk, destroy_chunk, rng);
       if (v != "call_rcu" && s.gps != 1) {
         std::fprintf(stderr, "round %zu %s: %llu grace periods, expected 1\n", r, v.c_str(),
@@ -335,8 +337,8 @@ int main(int argc, char** argv) {
                   s.insert_us.size(), percentile(s.insert_us, 0.99), percentile(s.insert_us, 1.0),
                   s.populated_kib / 1024, (s.peak_kib - s.populated_kib) / 1024);
       if (s.unlist_s > 0)
-        std::printf("        %-17s of returned: unlist %8.1f ms, GP #1 %6.1f ms, the rest %8.1f ms\n", "", s.unlist_s * 1e3,
-                    s.gp1_s * 1e3, (s.returned_s - s.unlist_s - s.gp1_s) * 1e3);
+        std::printf("        %-17s of returned: unlist %8.1f ms, GP #1 %6.1f ms, the rest %8.1f ms; then the drain %8.1f ms\n",
+                    "", s.unlist_s * 1e3, s.gp1_s * 1e3, (s.returned_s - s.unlist_s - s.gp1_s) * 1e3, s.drain_s * 1e3);
       std::fflush(stdout);
       all[v].push_back(std::move(s));
     }

@@ -694,8 +694,8 @@ class basic_registry {
   /// Thread safety: as unregister_many; several threads may hand batches to one reclaimer.
   /// Cost: over a contiguous range of pointers to one policy's object type, the passes that run
   /// before the call returns (push, unlist, uninit) prefetch through it, as unregister_many's do.
-  /// The drain runs after the return, when the range may be gone: it never reads it; with
-  /// reclaimer.options().copy_order_hint it prefetches through a copy the call makes instead.
+  /// The drain runs after the return, when the range may be gone: it never reads it, and with
+  /// reclaimer.options().copy_order_hint (the default) prefetches through a copy the call makes.
   template <class Range>
   flush_ticket unregister_many_deferred(Range&& objects, deferred_destroy& reclaimer) {
     if (!outside_read_section("unregister_many_deferred") || !lock_not_held("registry::unregister_many_deferred")) {
@@ -1364,10 +1364,10 @@ class basic_registry {
       const detail::order_hint h = order_hint_of(range);
       if (h.objects == nullptr) return;
       using element = std::ranges::range_value_t<std::remove_reference_t<Range>>;
-      element* const copy = new (std::nothrow) element[h.size];
-      if (copy == nullptr) return;
+      kept_hint_ = detail::mapped_array(h.size * sizeof(element));
+      if (!kept_hint_) return;
+      element* const copy = static_cast<element*>(kept_hint_.data());
       std::copy_n(std::ranges::data(range), h.size, copy);
-      kept_hint_ = kept_array(copy, [](void* p) noexcept { delete[] static_cast<element*>(p); });
       engine->set_order_hint({h.key, copy, h.size});
     }
 
@@ -1377,8 +1377,7 @@ class basic_registry {
     std::optional<engine_type> engine;
 
    private:
-    using kept_array = std::unique_ptr<void, void (*)(void*) noexcept>;  // no allocation beyond the array's
-    kept_array kept_hint_{nullptr, nullptr};                               // keep_order_hint's copy, for the drain
+    detail::mapped_array kept_hint_;  // keep_order_hint's copy, for the drain
 
     template <std::size_t... K>
     bool start(std::index_sequence<K...>) {
