@@ -31,6 +31,11 @@
 // handed over once nothing else is pending. Counted in objects (the batch's, dependents
 // included), not bytes.
 //
+// The caller's array: over a std::vector<T*>, the passes before the return prefetch through it
+// (rollback_many.hpp, order_hint); the drain runs after the return and never reads it, but a copy
+// (deferred_options::copy_order_hint, on by default; bench/RESULTS.md, "The order hint in the
+// deferred flush").
+//
 // Frees in chunks: the reclaimer destroys options().destroy_chunk objects, then announces a
 // quiescent state under qsbr (a pass of 10^6 destroys would hold up every qsbr grace period
 // otherwise) and, with yield_between_chunks, yields its core so that a long destroy pass
