@@ -4,18 +4,23 @@
 //                 rcu_barrier (every object freed when it returns);
 //   deferred      registry::unregister_many_deferred (deferred_destroy.hpp): the call returns
 //                 after the batch's grace period; the destroys run on the reclaimer's thread;
-//                 ticket.wait() returns when every object is freed. Unlist in chunks of
+//                 ticket.wait() returns when every object is freed. The drain prefetches through
+//                 a copy of the array (deferred_options::copy_order_hint, default). Unlist in chunks of
 //                 --unlist-chunk (1024), destroys in chunks of --destroy-chunk (4096), no yield
 //                 (the defaults: memb's quiescent state between chunks is a no-op);
 //   deferred_yield  the same, yielding the core between destroy chunks: does interleaving help malloc?
 //   deferred_nochunk  the same, unlist in one piece (unlist_chunk 0): the insert latency without it;
+//   deferred_nocopy  deferred without deferred_options::copy_order_hint: the drain does not prefetch
+//                 through a copy of the caller's array (the passes before the return still use it);
 //   sync          registry::unregister_many: everything on the caller's thread (for reference).
 // During each teardown an insert thread adds fresh objects to the same structure (registry::add,
 // or the index under the mutex for call_rcu), one every --insert-every-us (50 µs) as a server's
 // connections arrive (late: at once), and times each insert, from the start of the flush until the
 // flush call returns.
 // Printed per variant (medians over the rounds, ratios per round): the time until the flush call
-// returns, the time until every object is freed, GPs per flush, insert latency p50/p99/max and
+// returns (per round for the deferred variants: its unlist pass, its GP #1 and the rest — the push
+// pass, the copy, the hand-off — from the ticket's stats_at_handoff; and the reclaimer's drain, from
+// its wait()), the time until every object is freed, GPs per flush, insert latency p50/p99/max and
 // count, the RSS after populate and the peak RSS above it during the teardown (VmHWM, reset
 // through /proc/self/clear_refs after populate); then the ratios to call_rcu's time until freed,
 // per round. glibc malloc as shipped (no mallopt).
@@ -129,6 +134,8 @@ struct sample {
   std::vector<double> insert_us;
   long populated_kib = 0;  // RSS once populated
   long peak_kib = 0;       // peak RSS during the teardown
+  double unlist_s = 0, gp1_s = 0;  // of the returned time (the registry's variants)
+  double drain_s = 0;               // the deferred variants: the reclaimer's drain and destroys
 };
 
 /// Inserts fresh objects back to back until `until` is set, timing each; `add` inserts one.
@@ -206,7 +213,7 @@ sample run_call_rcu(std::size_t n, std::mt19937_64& rng) {
   return s;
 }
 
-enum class mode { deferred, deferred_yield, deferred_nochunk, sync };
+enum class mode { deferred, deferred_yield, deferred_nochunk, deferred_nocopy, sync };
 
 sample run_registry(mode md, std::size_t n, std::size_t unlist_chunk, std::size_t destroy_chunk, std::mt19937_64& rng) {
   sample s;
@@ -216,7 +223,8 @@ sample run_registry(mode md, std::size_t n, std::size_t unlist_chunk, std::size_
   rcubatch::deferred_destroy reclaimer(rcubatch::deferred_options{
       .max_pending_objects = std::size_t{1} << 22,
       .destroy_chunk = destroy_chunk,
-      .yield_between_chunks = md == mode::deferred_yield});
+      .yield_between_chunks = md == mode::deferred_yield,
+      .copy_order_hint = md != mode::deferred_nocopy});
   auto objs = make_objects(n, rng);
   for (object* o : objs) t.add(*o);
   std::shuffle(objs.begin(), objs.end(), rng);
@@ -243,7 +251,9 @@ sample run_registry(mode md, std::size_t n, std::size_t unlist_chunk, std::size_
     s.returned_s = seconds_since(t0);
     done.store(true, std::memory_order_release);
     s.gps = ticket.stats_at_handoff().grace_periods;
-    ticket.wait();
+    s.unlist_s = std::chrono::duration<double>(ticket.stats_at_handoff().time_of(rcubatch::phase::unlist)).count();
+    s.gp1_s = std::chrono::duration<double>(ticket.stats_at_handoff().time_of(rcubatch::phase::grace_period_1)).count();
+    s.drain_s = std::chrono::duration<double>(ticket.wait().time_of(rcubatch::phase::ref_drain)).count();
     s.freed_s = seconds_since(t0);
   }
   inserter.join();
@@ -295,7 +305,8 @@ int main(int argc, char** argv) {
   g_key_space = 4 * n;
   std::atomic<std::uint64_t> lookups{0};
   std::thread r1(reader_loop, 1u, std::ref(lookups)), r2(reader_loop, 2u, std::ref(lookups));
-  const std::vector<std::string> names{"call_rcu", "deferred", "deferred_yield", "deferred_nochunk", "sync"};
+  const std::vector<std::string> names{"call_rcu",         "deferred", "deferred_yield", "deferred_nochunk",
+                                       "deferred_nocopy", "sync"};
   std::map<std::string, std::vector<sample>> all;
   std::mt19937_64 rng(36);
   int bad = 0;
@@ -308,6 +319,8 @@ int main(int argc, char** argv) {
                  : v == "deferred"         ? run_registry(mode::deferred, n, unlist_chunk, destroy_chunk, rng)
                  : v == "deferred_yield" ? run_registry(mode::deferred_yield, n, unlist_chunk, destroy_chunk, rng)
                  : v == "deferred_nochunk" ? run_registry(mode::deferred_nochunk, n, unlist_chunk, destroy_chunk, rng)
+                 : v == "deferred_nocopy"
+                     ? run_registry(mode::deferred_nocopy, n, unlist_chunk, destroy_chunk, rng)
                                            : run_registry(mode::sync, n, unlist_chunk, destroy_chunk, rng);
       if (v != "call_rcu" && s.gps != 1) {
         std::fprintf(stderr, "round %zu %s: %llu grace periods, expected 1\n", r, v.c_str(),
@@ -323,6 +336,9 @@ int main(int argc, char** argv) {
                   r, v.c_str(), s.returned_s * 1e3, s.freed_s * 1e3, static_cast<unsigned long long>(s.gps),
                   s.insert_us.size(), percentile(s.insert_us, 0.99), percentile(s.insert_us, 1.0),
                   s.populated_kib / 1024, (s.peak_kib - s.populated_kib) / 1024);
+      if (s.unlist_s > 0)
+        std::printf("        %-17s of returned: unlist %8.1f ms, GP #1 %6.1f ms, the rest %8.1f ms; then the drain %8.1f ms\n",
+                    "", s.unlist_s * 1e3, s.gp1_s * 1e3, (s.returned_s - s.unlist_s - s.gp1_s) * 1e3, s.drain_s * 1e3);
       std::fflush(stdout);
       all[v].push_back(std::move(s));
     }

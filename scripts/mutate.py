@@ -324,6 +324,13 @@ MUTANTS = [
     ("deferred_flush_destroys_on_the_callers_thread", RG,  # killed by the test's 30 s watchdog
      "    reclaimer.submit<thread_flavors>(std::move(job));", "    state->complete(job->run(0, false));",
      dd("the_flush_returns_before_any_destroy_and_its_ticket_waits_for_the_last")),
+    # issue 36, r36-flush2: the deferred flush's order hint (killed by SIGSEGV on the revoked array)
+    ("deferred_drain_keeps_the_callers_array_as_its_hint", RG,
+     "      engine->set_order_hint();  // the drain runs after the call returns, when the caller's array may be gone\n",
+     "", dd("a_flush_never_reads_the_callers_pointer_array_after_the_call_returns")),
+    ("deferred_copied_hint_is_the_callers_array", RG,
+     "      engine->set_order_hint({h.key, copy, h.size});", "      engine->set_order_hint(h);",
+     dd("a_flush_never_reads_the_callers_pointer_array_after_the_call_returns")),
 ]
 
 

@@ -2,7 +2,9 @@
 // on memb and on qsbr: the flush returns before its destroys run (a destroy hook gated by a latch
 // shows it), children are still destroyed before their parents and a held object after its holder
 // lets go, on the reclaimer's thread; a writer gets the lock between two chunks of an unlist and
-// meets the batch's objects as going away. Every wait that could hang is under a watchdog.
+// meets the batch's objects as going away; the caller's array of pointers, which the passes
+// before the return prefetch through, is never read after the call returns (the drain uses none,
+// or its own copy). Every wait that could hang is under a watchdog.
 #define RCUBATCH_INDEX_CHECKS 1
 #include <rcubatch/deferred_destroy.hpp>
 #include <rcubatch/index/lfht_index.hpp>
@@ -10,12 +12,17 @@
 #include <rcubatch/registry.hpp>
 
 #include <gtest/gtest.h>
+#include <sys/mman.h>
 
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <latch>
 #include <memory>
 #include <mutex>
+#include <span>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -132,6 +139,32 @@ struct box_policy : indexed<box<F>, box_ids<F>>, owning<&box<F>::nodes> {
 // parent edge keeps a box from being destroyed before its nodes.
 template <class F>
 using table = basic_registry<F, std::mutex, node_policy<F>, box_policy<F>>;
+
+/// A caller's array of pointers in pages of its own, which revoke() makes unreadable, as if the
+/// caller had freed it: any later read faults (SIGSEGV in every build, which fails the test; the
+/// heap would let a read of freed memory pass unseen outside ASan).
+template <class T>
+class revocable_array {
+ public:
+  explicit revocable_array(const std::vector<T*>& from)
+      : size_(from.size()), bytes_(std::max<std::size_t>(1, from.size() * sizeof(T*))) {
+    void* const p = mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "revocable_array: mmap");
+    data_ = static_cast<T**>(p);
+    std::copy(from.begin(), from.end(), data_);
+  }
+  revocable_array(const revocable_array&) = delete;
+  revocable_array& operator=(const revocable_array&) = delete;
+  ~revocable_array() { munmap(data_, bytes_); }
+  /// A contiguous range of T*: unregister_many_deferred takes it as its order hint.
+  std::span<T*> span() const noexcept { return {data_, size_}; }
+  bool revoke() noexcept { return mprotect(data_, bytes_, PROT_NONE) == 0; }
+
+ private:
+  std::size_t size_;
+  std::size_t bytes_;
+  T** data_ = nullptr;
+};
 
 template <class F>
 class deferred_flush : public ::testing::Test {
@@ -309,6 +342,32 @@ TYPED_TEST(deferred_flush, a_writer_gets_in_between_two_chunks_and_meets_the_bat
   }
   g_log.reset();
   t.unregister(*newcomer);
+}
+
+// The passes before the return prefetch through the caller's array (registry::unregister_many's
+// order hint); the drain runs after the return, on the reclaimer's thread, when the array may be
+// gone: it must use no hint, or its own copy (deferred_options::copy_order_hint). The first destroy
+// is gated until the array is unreadable, so the drain's look-ahead past it would fault.
+TYPED_TEST(deferred_flush, a_flush_never_reads_the_callers_pointer_array_after_the_call_returns) {
+  using F = TypeParam;
+  for (const bool copy : {false, true}) {
+    SCOPED_TRACE(copy ? "deferred_options::copy_order_hint" : "no copy of the hint");
+    g_log.reset();
+    table<F> t;
+    deferred_destroy reclaimer(deferred_options{.copy_order_hint = copy});
+    auto nodes = this->add_nodes(t, 100);
+    revocable_array<node<F>> array(nodes);
+    std::latch gate(1);
+    g_log.destroy_gate = &gate;
+    watchdog dog(30s, "a deferred flush over an array the caller frees at once");
+    flush_ticket ticket = t.unregister_many_deferred(array.span(), reclaimer);
+    ASSERT_TRUE(array.revoke());  // as the caller freeing it: a read from here on faults
+    EXPECT_EQ(g_log.destroyed.load(), 0) << "the drain is held at its first destroy";
+    gate.count_down();
+    const batch_stats st = ticket.wait();
+    EXPECT_EQ(st.objects, 100u);
+    EXPECT_EQ(g_log.destroyed.load(), 100) << "every object destroyed without the caller's array";
+  }
 }
 
 }  // namespace

@@ -100,6 +100,7 @@
 //   (compiled in tests/header_examples_test.cpp)
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <concepts>
 #include <cstddef>
@@ -667,7 +668,6 @@ class basic_registry {
   /// the range must stay unchanged during the call, as it must anyway. Other ranges: no hint.
   template <class Range>
   batch_stats unregister_many(Range&& objects) {
-    // The hint only here: a deferred batch's drain runs after the call, when `objects` may be gone.
     return unregister_with([&objects](queues& q) {
       q.order_ = order_hint_of(objects);
       push_all(q, objects);
@@ -692,6 +692,10 @@ class basic_registry {
   /// changed. Complexity: O(N + dependents) on the caller's thread, the destroys on the reclaimer's.
   /// Blocking: the writer lock, ≤ 2 grace periods, the budget wait; not the drain.
   /// Thread safety: as unregister_many; several threads may hand batches to one reclaimer.
+  /// Cost: over a contiguous range of pointers to one policy's object type, the passes that run
+  /// before the call returns (push, unlist, uninit) prefetch through it, as unregister_many's do.
+  /// The drain runs after the return, when the range may be gone: it never reads it, and with
+  /// reclaimer.options().copy_order_hint (the default) prefetches through a copy the call makes.
   template <class Range>
   flush_ticket unregister_many_deferred(Range&& objects, deferred_destroy& reclaimer) {
     if (!outside_read_section("unregister_many_deferred") || !lock_not_held("registry::unregister_many_deferred")) {
@@ -704,6 +708,9 @@ class basic_registry {
     state->wait_fn = &detail::flush_state::wait_offline<thread_flavors>;
     {
       std::unique_lock lock(mutex_);
+      // The hint (unregister_many's Cost) for the passes before the return only: flush_job::start
+      // drops it before the hand-off, since the drain runs when `objects` may be gone.
+      job->q.order_ = order_hint_of(objects);
       push_all(job->q, objects);
       if (job->q.refused_ > 0 && job->q.size() == 0) {
         batch_stats refused;
@@ -717,6 +724,7 @@ class basic_registry {
       lock.release();             // the batch's own lock ref releases it now, on this thread
       job->engine->hand_off_lock();
     }
+    if (reclaimer.options().copy_order_hint) job->keep_order_hint(objects);
     state->at_handoff = job->engine->stats();
     job->objects = state->at_handoff.objects;
     job->state = state;
@@ -1347,22 +1355,43 @@ class basic_registry {
       return st;
     }
 
+    /// After start, before the hand-off (the caller's array is alive): a copy of `range` as the
+    /// drain's order hint, kept with the job (deferred_options::copy_order_hint). No hint, or no
+    /// memory for the copy: nothing (the batch is past its grace periods and must go on; a hint
+    /// is only a prefetch).
+    template <class Range>
+    void keep_order_hint(Range& range) noexcept {
+      const detail::order_hint h = order_hint_of(range);
+      if (h.objects == nullptr) return;
+      using element = std::ranges::range_value_t<std::remove_reference_t<Range>>;
+      kept_hint_ = detail::mapped_array(h.size * sizeof(element));
+      if (!kept_hint_) return;
+      element* const copy = static_cast<element*>(kept_hint_.data());
+      std::copy_n(std::ranges::data(range), h.size, copy);
+      engine->set_order_hint({h.key, copy, h.size});
+    }
+
     queues q;
     using engine_type = detail::engine_for<
         Flavor, detail::lane_ref<typename Policies::object_type, Policies>...>;
     std::optional<engine_type> engine;
 
    private:
+    detail::mapped_array kept_hint_;  // keep_order_hint's copy, for the drain
+
     template <std::size_t... K>
     bool start(std::index_sequence<K...>) {
       const auto lock = detail::writer_lock_ref::make<thread_flavors>(
           registry_.mutex_, registry_.options_.unlock_during_waits ? detail::lock_release::grace_periods
                                                                    : detail::lock_release::drain_only);
-      const detail::batch_context ctx(lock);
+      detail::batch_context ctx(lock);
+      ctx.order = q.order_;  // the caller's array: the push, unlist and uninit passes prefetch through it
       auto refs = std::make_tuple(detail::lane_ref<object_at<K>, std::tuple_element_t<K, std::tuple<Policies...>>>{
           std::get<K>(q.q_), std::get<K>(registry_.policies_)}...);
       std::apply([&](auto&... r) { engine.emplace(*registry_.domain_, registry_.options_.rollback, ctx, r...); }, refs);
-      return engine->run_through_grace_periods();
+      const bool more = engine->run_through_grace_periods();
+      engine->set_order_hint();  // the drain runs after the call returns, when the caller's array may be gone
+      return more;
     }
     /// Between chunks of the destroy pass, on the reclaimer's thread: a quiescent state in each
     /// qsbr flavor it is online in (a long pass would hold up every grace period otherwise).

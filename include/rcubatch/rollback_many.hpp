@@ -499,8 +499,10 @@ class typed_lane : public lane_base {
   }
 
   void set_drain_options(const drain_options& o) noexcept { drain_opts_ = &o; }
-  /// Takes `h` if it is this lane's (order_hint): its passes prefetch through it.
+  /// Takes `h` if it is this lane's (order_hint): its passes prefetch through it; otherwise none.
   void set_order_hint(const order_hint& h) noexcept {
+    hint_ = nullptr;
+    hint_size_ = 0;
     if (h.key != &lane_key<T> || h.objects == nullptr) return;
     hint_ = static_cast<T* const*>(h.objects);
     hint_size_ = h.size;
@@ -649,6 +651,12 @@ class rollback_engine {
   /// batch runs on another thread (deferred_destroy.hpp): that thread must not release a lock
   /// the caller's thread holds. Only under a lock_release that releases it for the drain.
   void hand_off_lock() noexcept { lock_.unlock(); }
+  /// The order hint of the passes still to run (after run_through_grace_periods: the drain): `h`,
+  /// or none. A batch whose drain runs after its caller returned (deferred_destroy.hpp) must not
+  /// keep a hint into the caller's array, which may be gone by then.
+  void set_order_hint(const order_hint& h = {}) noexcept {
+    each([&](auto& l) { l.set_order_hint(h); });
+  }
 
   /// The rest, after run_through_grace_periods returned true: the disposals, the ref drain and
   /// destroy. `handed_off`: on another thread, after hand_off_lock: the lock is not re-taken at
