@@ -300,9 +300,9 @@ MUTANTS = [
     # objects instead of the queue's. (Its off-by-one past the array is ASan's to catch: the
     # asan-ubsan preset runs registry_order_hint_test; this build would let it survive.)
     ("drain_trusts_the_order_hint", RM,
-     "      registrable_base& r = *it;\n      if (access::try_drain_unheld(r)) {",
-     "      registrable_base& r = ahead <= hinted && ahead > 0 ? static_cast<registrable_base&>(*hint_[ahead - 1]) : *it;\n"
-     "      if (access::try_drain_unheld(r)) {",
+     "        registrable_base& r = *obj;\n        if (access::try_drain_unheld(r)) {",
+     "        registrable_base& r = ahead <= hinted && ahead > 0 ? static_cast<registrable_base&>(*hint[ahead - 1]) : *obj;\n"
+     "        if (access::try_drain_unheld(r)) {",
      ("registry_order_hint_test",
       r"^registry_order_hint\.registry_order_hint\.an_array_that_disagrees_with_the_queue_order_still_destroys_each_object_once$")),
     # issue 36: the deferred flush (deferred_destroy.hpp) and the chunked unlist.
