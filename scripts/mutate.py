@@ -460,6 +460,21 @@ MUTANTS += [  # issue 37: registry semantics, round 2 (each killed by hand on 20
 ]
 
 
+def rp(regex):
+    """A test of tests/rollback_many_passes_test.cpp (issue 36) by its fixture and name."""
+    return ("rollback_many_passes_test", r"^rollback_many_passes\.(" + regex + ")")
+
+
+MUTANTS += [  # issue 36 (r36-floor): passes skipped when they have nothing to do (each killed by hand, 2026-12-05)
+    ("notify_skipped_with_children_to_queue", RM, "        if (!children) {", "        if (true) {",
+     rp("notify_skip\\.")),
+    ("notify_pass_never_skipped", RM, "        if (!children) {", "        if (false) {",
+     rp("notify_skip\\.a_batch_of_parents_without_children_makes_no_notify_pass$")),
+    ("held_object_never_put_back", RM, "          objs.push_back(r);\n", "",  # killed by the tests' 30 s watchdogs
+     rp("drain_walk\\.")),
+]
+
+
 def run(cmd, cwd, timeout=None):
     return subprocess.run(cmd, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                           timeout=timeout)
