@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "support/counting.hpp"
+#include "support/destroy_order.hpp"
 #include "support/objects.hpp"
 #include "support/policies.hpp"
 #include "support/watchdog.hpp"
@@ -195,32 +196,6 @@ TEST_F(notify_skip, a_child_unlisted_before_its_parent_in_the_same_batch_still_g
 }
 
 // --- the drain's walk: the free objects destroyed as it meets them, the held ones kept for later -
-
-/// Records destroy order; the test waits for the n-th destroy on its condition variable.
-struct destroy_order {
-  std::mutex m;
-  std::condition_variable cv;
-  std::vector<int> ids;
-  void add(int id) {
-    std::lock_guard l(m);
-    ids.push_back(id);
-    cv.notify_all();
-  }
-  std::vector<int> wait_for_count(std::size_t n) {
-    std::unique_lock l(m);
-    cv.wait(l, [&] { return ids.size() >= n; });
-    return ids;
-  }
-};
-
-struct ordering_policy {
-  static constexpr bool publishes_nothing() { return true; }
-  destroy_order* order;
-  void destroy(node* n) noexcept {
-    order->add(n->id);
-    delete n;
-  }
-};
 
 struct drain_walk : counting_test<struct drain_walk_tag> {};
 
