@@ -33,7 +33,7 @@ struct destroy_order {
 
 /// Publishes nothing; destroy records the node's id, then deletes it.
 struct ordering_policy {
-  static constexpr bool publishes_nothing() { return true; }
+  static constexpr bool publishes_nothing = true;
   destroy_order* order;
   void destroy(node* n) noexcept {
     order->add(n->id);
