@@ -22,6 +22,7 @@ inline std::function<void(std::string_view)> at;
 #include <rcubatch.hpp>
 #include <rcubatch/counting_flavor.hpp>
 
+#include "support/destroy_order.hpp"
 #include "support/objects.hpp"
 #include "support/policies.hpp"
 #include "support/watchdog.hpp"
@@ -31,32 +32,6 @@ namespace {
 
 struct tag;
 using fake = counting_flavor<tag>;
-
-/// Records destroy order and lets the test wait for the n-th destroy without sleeping.
-struct destroy_order {
-  std::mutex m;
-  std::condition_variable cv;
-  std::vector<int> ids;
-  void add(int id) {
-    std::lock_guard l(m);
-    ids.push_back(id);
-    cv.notify_all();
-  }
-  void wait_for_count(std::size_t n) {
-    std::unique_lock l(m);
-    cv.wait(l, [&] { return ids.size() >= n; });
-  }
-};
-
-struct ordering_policy {
-  static constexpr bool publishes_nothing() { return true; }
-  destroy_order* order;
-  void destroy(node* n) noexcept {
-    order->add(n->id);
-    delete n;
-  }
-  std::string name(const node& n) const { return "dev" + std::to_string(n.id); }
-};
 
 TEST(ref_drain, destroys_each_object_as_its_last_reference_drops_in_any_order) {
   fake::reset();

@@ -467,6 +467,13 @@ struct queue_children<std::tuple<Rs...>> {
   static void queue_all(Parent& p, batch& b) noexcept {
     for (auto& child : Rel::list_of(p)) b.queue(child);
   }
+  /// Whether run(p, b) would queue anything: a child in one of p's lists. The unlist pass asks it
+  /// of each parent it visits anyway (one load per list), so that a batch whose parents have no
+  /// children skips the notify pass, a second walk (rollback_many.hpp, typed_lane::notify_new).
+  template <class Parent>
+  static bool any(Parent& p) noexcept {
+    return (!Rs::list_of(p).empty() || ...);
+  }
 };
 }  // namespace detail
 

@@ -65,7 +65,11 @@ enum class phase_runs : unsigned char {
 /// When a phase is entered (its batch_stats slot counts a run), given a non-empty batch.
 enum class phase_entered : unsigned char {
   always,
-  with_its_hook,           ///< some lane's policy has the hook that runs in it (policy.hpp, kHooks)
+  /// some lane's policy has the hook that runs in it (policy.hpp, kHooks). notify also runs
+  /// for the library's own notify work: an owning<> policy's children (owned.hpp), only in a
+  /// round where one of its objects has a child to queue; a member type's groups
+  /// (membership.hpp), always.
+  with_its_hook,
   if_unlinked_after_gp1,   ///< grace period #2: see "Grace period #2" in the file comment
 };
 

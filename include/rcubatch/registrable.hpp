@@ -161,18 +161,23 @@ class registrable_base : private counted_base {
   ~registrable_base() {
     const reg_state s = state();
     if (s == reg_state::registered || s == reg_state::unregistering || s == reg_state::unregistered ||
-        hook_.is_linked()) {
-      diag_text msg("object destroyed in state ");
-      msg += to_string(s);
-      if (hook_.is_linked()) msg += " while queued";
-      msg += ": only uninitialized or released objects may be destroyed";
-      diagnose_fatal(misuse_kind::destroyed_while_linked, msg.view());
-    }
+        hook_.is_linked()) [[unlikely]]
+      destroyed_while_reachable(s);
   }
 
  private:
   friend struct registrable_access;
   friend class queue_base;
+
+  // Out of line, so that the destructor's check inlines into every destroy (a batch's drain
+  // called the destructor, diagnostic and all, as a function: issue 36).
+  [[gnu::cold, gnu::noinline]] void destroyed_while_reachable(reg_state s) const noexcept {
+    diag_text msg("object destroyed in state ");
+    msg += to_string(s);
+    if (hook_.is_linked()) msg += " while queued";
+    msg += ": only uninitialized or released objects may be destroyed";
+    diagnose_fatal(misuse_kind::destroyed_while_linked, msg.view());
+  }
 
   // First, so it fills the 4 bytes after the 32-bit count (counted_base): count + state = 8.
   // A reg_state; on release, kReleasedDismantling records that its batch marked dismantling (the

@@ -63,6 +63,12 @@
 // (registry::unregister_many over a std::vector<T*>), the batch takes it as an order hint and every
 // pass prefetches kHintAhead objects ahead through it: at 10^6 objects the queue's links cost one
 // memory latency per object per pass (issue 36; bench/RESULTS.md, "The registry at the floor").
+// Passes that have nothing to do cost nothing (issue 36): no validate, notify, batch_notify or
+// uninit pass without its hook; an owning<> policy's notify pass runs only in a round where an
+// object has a child to queue (the unlist pass notes it); the drain is one walk that destroys
+// every object nobody holds as it meets it. Per object, at 10^4 (callgrind, the demo's layout):
+// 218 instructions against the floor's 160 (250 / 166 before issue 36's changes to the drain's
+// walk, the look-ahead and registrable's destructor; bench/RESULTS.md, "Fewer passes").
 // bench/RESULTS.md compares it with call_rcu, libcds and DPDK.
 #pragma once
 
@@ -73,6 +79,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <iterator>
+#include <limits>
 #include <optional>
 #include <tuple>
 #include <type_traits>
@@ -169,28 +176,30 @@ struct batch_access {
 /// measured together, in one interleaved run of 60 rounds each).
 inline constexpr int kPrefetchAhead = 4;
 
-/// A cursor kPrefetchAhead nodes ahead of a pass, prefetching each node it reaches (the node's
-/// own lines, where its hook and header are, for writing). step() once per object of the pass.
-/// It only follows links the pass itself will follow, and no pass that uses it frees a node.
-template <class It>
+/// A cursor kPrefetchAhead nodes ahead of a pass, prefetching each node it reaches (the lines of
+/// its hook and the next, where its header and hooks are, for writing). step() once per object.
+/// It follows the links the pass follows and runs on through the list's header: the queue's list
+/// is circular (after its last node come the header and the first node again), so a step is one
+/// load and two prefetches, with no test for the end (near the end it prefetches the header and
+/// nodes the pass has left, which costs nothing). Issue 36: without the end tests, and with the
+/// hint tested once per pass, the unlist and uninit passes went from 51 to 37 instructions per
+/// object (callgrind, the demo's batch: bench/teardown_passes.cpp).
+/// No pass that uses it links, unlinks or frees a node of its list.
 class prefetcher {
+  using node_traits = registrable_list::node_traits;
+
  public:
-  prefetcher(It from, It end) noexcept : ahead_(from), end_(end) {
-    for (int i = 0; i < kPrefetchAhead && ahead_ != end_; ++i) step();
+  explicit prefetcher(registrable_list::iterator from) noexcept : ahead_(from.pointed_node()) {
+    for (int i = 0; i < kPrefetchAhead; ++i) step();
   }
   void step() noexcept {
-    if (ahead_ == end_) return;
-    ++ahead_;
-    if (ahead_ != end_) touch(&*ahead_);
+    ahead_ = node_traits::get_next(ahead_);
+    __builtin_prefetch(ahead_, 1, 3);
+    __builtin_prefetch(reinterpret_cast<const char*>(ahead_) + 64, 1, 3);
   }
 
  private:
-  static void touch(const void* node) noexcept {
-    __builtin_prefetch(node, 1, 3);
-    __builtin_prefetch(static_cast<const char*>(node) + 64, 1, 3);
-  }
-  It ahead_;
-  It end_;
+  node_traits::node_ptr ahead_;
 };
 
 /// A lane's objects in join order as the caller already holds them in an array (registry::
@@ -210,22 +219,16 @@ struct order_hint {
   std::size_t size = 0;
 };
 
-/// A pass's look-ahead: kHintAhead objects ahead through the lane's order hint when it has one
-/// (the pass starts at the queue's first object), else the chain cursor kPrefetchAhead nodes ahead.
-template <class T, class It>
-class pass_prefetch {
+/// A pass's look-ahead through the lane's order hint: kHintAhead objects ahead, for a pass that
+/// starts at the queue's first object (the hint's first).
+template <class T>
+class hint_prefetch {
  public:
-  pass_prefetch(T* const* hint, std::size_t hint_size, It from, It end) noexcept
-      : hint_(hint), hint_size_(hint_size), chain_(hint == nullptr ? from : end, end) {
-    if (hint_ != nullptr)
-      for (std::size_t i = 0; i < kHintAhead && i < hint_size_; ++i) touch(hint_[i]);
+  hint_prefetch(T* const* hint, std::size_t size) noexcept : hint_(hint), size_(size) {
+    for (std::size_t i = 0; i < kHintAhead && i < size_; ++i) touch(hint_[i]);
   }
   void step() noexcept {
-    if (hint_ == nullptr) {
-      chain_.step();
-      return;
-    }
-    if (next_ + kHintAhead < hint_size_) touch(hint_[next_ + kHintAhead]);
+    if (next_ + kHintAhead < size_) touch(hint_[next_ + kHintAhead]);
     ++next_;
   }
 
@@ -238,9 +241,8 @@ class pass_prefetch {
     for (std::size_t l = 0; l < kLines; ++l) __builtin_prefetch(p + 64 * l, 1, 3);
   }
   T* const* hint_;
-  std::size_t hint_size_;
+  std::size_t size_;
   std::size_t next_ = 0;
-  prefetcher<It> chain_;
 };
 
 /// Between chunks of the destroy pass (0 objects: no chunks): fn(arg), on the destroying thread,
@@ -282,6 +284,13 @@ class typed_lane : public lane_base {
   static_assert(hooks_type::check());
   /// Whether the notify phase runs for this lane: the policy's notify, or owned children to queue.
   static constexpr bool kNotifies = hooks_type::has_notify || has_owned_lists<P> || membership_steps<Members>::any;
+  /// Whether the notify phase's only work for this lane is queueing owned children (no notify
+  /// hook, no membership edges). Then the unlist pass, which visits every object anyway, notes
+  /// whether one of them has a child, and a notify pass with no child to queue is skipped: a
+  /// registry whose policy is owning<...> pays nothing for it in a batch of childless objects
+  /// (issue 36: a 10^6-entry flush paid ~250 ms for that pass).
+  static constexpr bool kNotifiesOnlyForChildren =
+      has_owned_lists<P> && !hooks_type::has_notify && !membership_steps<Members>::any;
   /// Whether unlist unlinks membership edges (membership.hpp): then grace period #1 is never pipelined.
   static constexpr bool kUnlinksEdges = membership_steps<Members>::any || membership_steps<member_lists_t<P>>::any;
 
@@ -317,11 +326,11 @@ class typed_lane : public lane_base {
     if (first == objects().end()) return;
     using typed = typename object_range<T>::iterator;
     timed(stats, phase::close, [&] { hooks_.close_many(object_range<T>(typed(first), typed(objects().end()))); });
-    timed(stats, phase::unlist, [&] {
+    timed(stats, phase::unlist, [&] { with_look_ahead(first, [&](auto ahead) {
       const iterator end = objects().end();
-      pass_prefetch<T, iterator> ahead(first == objects().begin() ? hint_ : nullptr, hint_size_, first, end);
       iterator last = unlisted_;
       hooks_type hooks = hooks_;
+      bool children = children_to_queue_;
       std::size_t left_in_chunk = chunk;
       for (iterator it = first; it != end; ++it) {
         ahead.step();
@@ -343,10 +352,14 @@ class typed_lane : public lane_base {
         access::set_state(*it, reg_state::unregistering);
         // Unregistration begins: a sharded count becomes its single atomic (sharded_refs.hpp).
         if constexpr (is_sharded_v<T>) sharded_access::run_down(access::downcast<T>(*it));
+        // From here no child can join its lists (add refuses a parent that is going away).
+        if constexpr (kNotifiesOnlyForChildren)
+          children = children || queue_children<owned_lists_t<P>>::any(access::downcast<T>(*it));
         last = it;
       }
       unlisted_ = last;
-    });
+      children_to_queue_ = children;
+    }); });
   }
 
   /// notify (phase.hpp) for the objects unlisted since the last call (dependents they queue come later).
@@ -354,6 +367,14 @@ class typed_lane : public lane_base {
   void notify_new(batch& b, batch_stats& stats) noexcept {
     if constexpr (kNotifies) {
       if (notified_ == unlisted_) return;
+      if constexpr (kNotifiesOnlyForChildren) {
+        // Nothing to queue among the objects unlisted since the last notify: no pass.
+        const bool children = std::exchange(children_to_queue_, false);
+        if (!children) {
+          notified_ = unlisted_;
+          return;
+        }
+      }
       timed(stats, phase::notify, [&] {
         const iterator stop = unlisted_;
         for (iterator it = after(notified_);; ++it) {
@@ -380,9 +401,8 @@ class typed_lane : public lane_base {
   bool uninit_all(batch& b, batch_stats& stats) noexcept {
     bool unlinked = false;
     if constexpr (hooks_type::has_uninit) {
-      timed(stats, phase::uninit, [&] {
+      timed(stats, phase::uninit, [&] { with_look_ahead(objects().begin(), [&](auto ahead) {
         const iterator end = objects().end();
-        pass_prefetch<T, iterator> ahead(hint_, hint_size_, objects().begin(), end);
         bool any = false;
         hooks_type hooks = hooks_;
         for (iterator it = objects().begin(); it != end; ++it) {
@@ -390,7 +410,7 @@ class typed_lane : public lane_base {
           any |= hooks.uninit(access::downcast<T>(*it), b);
         }
         unlinked = any;
-      });
+      }); });
     }
     return unlinked;
   }
@@ -403,35 +423,54 @@ class typed_lane : public lane_base {
   /// object between the two, as nobody holds it and no reader can reach it after the last GP).
   /// `pause`: called between chunks of its `every` objects (a deferred destroy's: destroy_pause).
   void drain_scan(ref_drain& d, bool writers_may_race, const destroy_pause& pause = {}) noexcept {
-    dismantling_ = queue().dismantling();
+    // What the walk reads per object is kept in locals: a destroy may write anything as far as the
+    // compiler knows, so members and `pause` were reloaded per object.
+    const bool dismantling = queue().dismantling();
+    dismantling_ = dismantling;
     registrable_list& objs = objects();
     access::set_drain(queue(), &d);  // before any count is marked: the last put() finds d this way
-    const iterator end = objs.end();
     // Through the order hint only: the chain cursor cost the drain as much as it saved (above).
-    std::size_t ahead = 0;
+    T* const* const hint = hint_;
     const std::size_t hinted = hint_size_;
-    for (; ahead < kHintAhead && ahead < hinted; ++ahead) prefetch_for_destroy(hint_[ahead]);
-    std::size_t left_in_chunk = pause.every;
-    for (iterator prev = objs.before_begin(), it = objs.begin(); it != end; it = std::next(prev)) {
-      if (ahead < hinted) prefetch_for_destroy(hint_[ahead++]);
-      if (pause.every != 0 && left_in_chunk-- == 0) {
-        left_in_chunk = pause.every - 1;
-        pause.fn(pause.arg);
-      }
-      registrable_base& r = *it;
-      if (access::try_drain_unheld(r)) {
-        objs.erase_after(prev);
-        release(r, writers_may_race);
-        continue;
-      }
-      access::set_state(r, reg_state::unregistered);
-      if (access::begin_drain(r)) {  // its last holder let go since the check
-        objs.erase_after(prev);
-        release(r, writers_may_race);
-      } else {
-        ++d.held;
-        prev = it;
-      }
+    std::size_t ahead = 0;
+    for (; ahead < kHintAhead && ahead < hinted; ++ahead) prefetch_for_destroy(hint[ahead]);
+    const destroy_pause chunks = pause;
+    // Without chunks, a countdown that never runs out.
+    std::size_t left_in_chunk = chunks.every != 0 ? chunks.every : std::numeric_limits<std::size_t>::max();
+    // The walk takes the lane's objects out of its queue's list at once (an O(1) swap) and puts
+    // the held ones back, in join order, as it meets them: the rescan (release_told) finds them
+    // there. Boost's clear_and_dispose reads each node's successor before the object is handed
+    // over (its destroy may free it) and leaves no per-object work on the list's header, which
+    // erase_after one node at a time did (the header's next, last and size, and a reload of the
+    // successor through it, per object). The queue's list stays a consistent list throughout.
+    registrable_list walk;
+    walk.swap(objs);
+    // One copy of the walk for each value of writers_may_race (the parent edge's load or exchange).
+    auto scan = [&](auto may_race) {
+      walk.clear_and_dispose([&](registrable_base* obj) noexcept {
+        if (ahead < hinted) prefetch_for_destroy(hint[ahead++]);
+        if (left_in_chunk-- == 0) [[unlikely]] {
+          left_in_chunk = chunks.every - 1;
+          chunks.fn(chunks.arg);
+        }
+        registrable_base& r = *obj;
+        if (access::try_drain_unheld(r)) {
+          release(r, may_race, dismantling);
+          return;
+        }
+        access::set_state(r, reg_state::unregistered);
+        if (access::begin_drain(r)) {  // its last holder let go since the check
+          release(r, may_race, dismantling);
+        } else {
+          ++d.held;
+          objs.push_back(r);
+        }
+      });
+    };
+    if (writers_may_race) {
+      scan(std::true_type{});
+    } else {
+      scan(std::false_type{});
     }
   }
 
@@ -448,7 +487,7 @@ class typed_lane : public lane_base {
         continue;
       }
       objs.erase_after(prev);
-      release(r, true);  // the slow path: the locked exchange costs nothing here
+      release(r, true, dismantling_);  // the slow path: the locked exchange costs nothing here
       ++released;
     }
     return released;
@@ -516,6 +555,18 @@ class typed_lane : public lane_base {
 
   iterator after(iterator pos) noexcept { return pos == objects().end() ? objects().begin() : std::next(pos); }
 
+  /// Runs pass(ahead) with the look-ahead a pass from `first` has: the order hint's when the lane
+  /// has one and the pass starts at its first object, else the chain cursor (prefetcher). The
+  /// choice is made once per pass: each kind gets its own copy of the pass's loop.
+  template <class Pass>
+  void with_look_ahead(iterator first, Pass&& pass) noexcept {
+    if (hint_ != nullptr && first == objects().begin()) {
+      pass(hint_prefetch<T>(hint_, hint_size_));
+    } else {
+      pass(prefetcher(first));
+    }
+  }
+
   /// The drain's look-ahead: the line its fused step reads and writes (the count, state, hook
   /// and parent edge share it: registrable.hpp), and the next, which destroy's destructor reads.
   static void prefetch_for_destroy(const T* obj) noexcept {
@@ -532,12 +583,12 @@ class typed_lane : public lane_base {
   /// Inlined into the drain's pass (the common case is a few loads and stores on a line already
   /// in cache; a call per object was measurable). An object with tied retirees takes the
   /// out-of-line path.
-  [[gnu::always_inline]] void release(registrable_base& r, bool writers_may_race) noexcept {
+  [[gnu::always_inline]] void release(registrable_base& r, bool writers_may_race, bool dismantling) noexcept {
     if (access::has_tied(r)) [[unlikely]] {
       release_with_tied(r, writers_may_race);
       return;
     }
-    access::set_released(r, dismantling_);
+    access::set_released(r, dismantling);
     registrable_base* const parent = take_parent(r, writers_may_race);
     hooks_.destroy(&access::downcast<T>(r));
     if (parent != nullptr) parent->refs().put();
@@ -565,6 +616,8 @@ class typed_lane : public lane_base {
   hooks_type hooks_;
   iterator unlisted_;  // the last object unlisted so far (end(): none)
   iterator notified_;  // the last object notified so far (end(): none)
+  // kNotifiesOnlyForChildren: whether an object unlisted since the last notify pass has a child.
+  bool children_to_queue_ = false;
   const drain_options* drain_opts_ = nullptr;
   T* const* hint_ = nullptr;  // order_hint: the queue's objects as the caller's array, or none
   std::size_t hint_size_ = 0;
