@@ -968,14 +968,31 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
   }
   clock::time_point age_deadline() const noexcept { return std::max(oldest_, last_batch_end_) + options_.max_age; }
 
-  /// Blocks until completed_ ≥ seq. A caller that waits leads (liburcu's synchronize_rcu
-  /// combines its waiters the same way, with no timer): no batch running and its request not yet
-  /// taken → it runs the batch of everything pending now, on its own thread, at once; a batch
-  /// running → it waits for that batch, and the first waiter to see it end leads the next one,
-  /// which takes every request that arrived meanwhile. So W synchronous callers combine into
-  /// batches of up to W requests and none waits for max_age (that timer is for submit-only
-  /// traffic, which the background thread or run_if_due picks up). `flush`: drain's
-  /// requests are due at once for the background thread too.
+  /// A synchronous caller waiting in wait_until_completed: an entry on its own stack, linked in
+  /// waiters_ under m_ from its first look to its return (liburcu's urcu_wait queue does the
+  /// same for synchronize_rcu's waiters). What the reclaimer knows about its waiters is read off
+  /// these entries, not kept in counters beside them: who a batch end released
+  /// (released_inside), and who of those has not run since (released_still_asleep).
+  /// Boost.Intrusive: no allocation per wait, O(1) link and unlink.
+  struct wait_entry : boost::intrusive::list_base_hook<> {
+    std::uint64_t seq = 0;  // the ticket it waits for (drain: every ticket up to it)
+    bool flush = false;     // drain's wait: done_through, not ticket_done
+    bool asleep = false;    // in done_cv_'s wait (offline under qsbr)
+  };
+
+  /// Requires: m_. The entry's wait is over.
+  bool entry_done(const wait_entry& e) const noexcept { return e.flush ? done_through(e.seq) : ticket_done(e.seq); }
+
+  /// Blocks until the ticket seq is done (`flush`, drain: every ticket up to seq). A caller
+  /// that waits leads (liburcu's synchronize_rcu combines its waiters the same way, with no
+  /// timer): no batch running and its request not yet taken → it runs the batch of everything
+  /// pending now, on its own thread, at once; a batch running → it waits for that batch, and the
+  /// first waiter to see it end leads the next one, which takes every request that arrived
+  /// meanwhile. So W synchronous callers combine into batches of up to W requests and none waits
+  /// for max_age (that timer is for submit-only traffic, which the background thread or
+  /// run_if_due picks up). `flush`: drain's requests are due at once for the background thread too.
+  /// The caller waits on its wait_entry, linked in waiters_ until it returns (m_ is held at every
+  /// exit, a throw included).
   void wait_until_completed(std::uint64_t seq, bool flush) {
     std::unique_lock lock(m_);
     if (flush && flush_through_ < seq) {
@@ -983,22 +1000,18 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
       work_cv_.notify_all();
     }
     note_came_back();
-    if (flush ? done_through(seq) : ticket_done(seq)) return;
-    // Counted by the batch its request is in: the running one (taken) or the next (pending).
-    const std::size_t in_slot = static_cast<std::size_t>(taken_ >= seq ? batches_started_ : batches_started_ + 1) & 1;
-    // Counted in callers_in_ until its batch ends or parks (end_batch moves it to
-    // released_inside_), then until it returns; a caller whose batch already ended or parked
-    // (its ticket waits for its parked object or a taken-over object) is counted in
-    // released_inside_ at once. m_ is held at every exit, a throw included.
-    struct counted_caller {
+    wait_entry me;
+    me.seq = seq;
+    me.flush = flush;
+    if (entry_done(me)) return;
+    waiters_.push_back(me);
+    struct unlink_at_exit {
       async_unregister& self;
-      std::uint64_t seq;
-      std::size_t slot;
-      ~counted_caller() { --(self.completion_.completed() >= seq ? self.released_inside_ : self.callers_in_[slot]); }
-    } const counted{*this, seq, in_slot};
-    ++(seq <= completion_.settled() ? released_inside_ : callers_in_[in_slot]);
+      wait_entry& e;
+      ~unlink_at_exit() { self.waiters_.erase(self.waiters_.iterator_to(e)); }
+    } const linked{*this, me};
     bool yielded = false;
-    while (!(flush ? done_through(seq) : ticket_done(seq))) {
+    while (!entry_done(me)) {
       if (polls_lot_here() && lot_.due(clock::now())) {  // manual mode: a waiter runs the lot
         poll_lot(lock);
         continue;
@@ -1020,29 +1033,24 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
         run_claimed(lock);
         continue;
       }
-      // in_slot still names its batch: a pending request is taken by the next batch to start,
-      // and no other batch starts while its batch runs.
-      // A request whose batch ended or parked but is not complete (its object parked, or a
-      // taken-over object alive) waits in a bucket of its own: its parity may be a later batch's.
-      const std::size_t bucket = seq <= completion_.settled() ? 2 : in_slot;
-      ++asleep_for_[bucket];
+      me.asleep = true;
       wait_for_lot(done_cv_, lock);
-      if (--asleep_for_[bucket] == 0 && bucket == in_slot && !running_ && pending() > 0 &&
-          in_slot == (batches_started_ & 1))
+      me.asleep = false;
+      if (!running_ && pending() > 0 && released_still_asleep() == 0)
         done_cv_.notify_all();  // the last caller released by the batch that ended is up: lead the next
     }
     detail::t_released_by_batch = last_released_batch_;  // counted away by it (note_batch_released)
   }
 
-  /// Requires: m_. A batch `id` ended and released `callers` synchronous callers that were
-  /// waiting for it (its leader among them, when a caller led it). Away until they call again
-  /// (note_came_back): those, and callers earlier batches released that are still inside
-  /// wait_until_completed (runnable, not yet returned). Meanwhile the next batch's leader lets
-  /// them run once first (wait_until_completed) and a lone caller takes the submit path instead
-  /// of claim_direct, so that they can join its batch. Returns `id`.
-  std::uint64_t note_batch_released(std::uint64_t id, std::size_t callers) noexcept {
+  /// Requires: m_. A batch `id` ended (or a lone unregister's, with `direct`: its caller is
+  /// inside until it returns, without an entry). Away until they call again (note_came_back):
+  /// the callers it released and those earlier batches released still inside
+  /// wait_until_completed (runnable, not yet returned) — released_inside(). Meanwhile the next
+  /// batch's leader lets them run once first (wait_until_completed) and a lone caller takes the
+  /// submit path instead of claim_direct, so that they can join its batch. Returns `id`.
+  std::uint64_t note_batch_released(std::uint64_t id, std::size_t direct) noexcept {
     last_released_batch_ = id;
-    callers_away_ = callers + released_inside_;
+    callers_away_ = direct + released_inside();
     return id;
   }
 
@@ -1054,12 +1062,23 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     detail::t_released_by_batch = 0;
   }
 
-  /// Requires: m_. Callers whose request the last batch completed and that have not run since
-  /// it woke them. A waiting caller leads the next batch only once this is 0: those callers are
-  /// runnable (woken, inside this object), and a closed-loop caller resubmits as soon as it
-  /// returns, so the next batch takes their requests too instead of leaving them for the one
-  /// after — a gather on an event that is certain to come soon (they are runnable), not a timer.
-  std::size_t released_still_asleep() const noexcept { return asleep_for_[batches_started_ & 1]; }
+  /// Requires: m_. Waiters whose batch ended (or parked): no running batch has their request.
+  std::size_t released_inside() const noexcept {
+    std::size_t n = 0;
+    for (const wait_entry& e : waiters_) n += e.seq <= completion_.settled() ? 1 : 0;
+    return n;
+  }
+
+  /// Requires: m_. Waiters whose wait is over and that have not run since a batch end woke them.
+  /// A waiting caller leads the next batch only once this is 0: those callers are runnable
+  /// (woken, inside this object), and a closed-loop caller resubmits as soon as it returns, so
+  /// the next batch takes their requests too instead of leaving them for the one after — a
+  /// gather on an event that is certain to come soon (they are runnable), not a timer.
+  std::size_t released_still_asleep() const noexcept {
+    std::size_t n = 0;
+    for (const wait_entry& e : waiters_) n += e.asleep && entry_done(e) ? 1 : 0;
+    return n;
+  }
 
   void drain_noexcept() noexcept {
     try {
@@ -1159,7 +1178,6 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     note_came_back();
     if (running_ || pending() != 0 || blocked_now_ != 0 || callers_away_ != 0 || !budget_.fits(bytes)) return false;
     running_ = true;
-    ++batches_started_;
     budget_.charge(bytes);
     ++direct_in_flight_;
     high_water_count_ = std::max(high_water_count_, outstanding_count());
@@ -1244,7 +1262,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
         ++direct_completed_;
         last_batch_end_ = end;
         count_batch(report);
-        // Its one caller is this thread, inside this object until it returns.
+        // Its one caller is this thread, inside this object until it returns (no entry).
         detail::t_released_by_batch = note_batch_released(detail::g_next_generation_id.fetch_add(1, std::memory_order_relaxed), 1);
       }
       more = pending() > 0;
@@ -1302,7 +1320,6 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
       range = batch_range{taken_, issued_, taking.requests.bytes, 0};
       taken_ = issued_;
       current_ = next;
-      ++batches_started_;
     }
     const auto requests = static_cast<std::size_t>(range.through - range.after);
     taking.busy = true;
@@ -1348,9 +1365,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
       budget_.release(range.bytes);
       running_ = false;
       // Released: the callers waiting for this batch (its leader too, when a caller leads it).
-      const std::size_t released = std::exchange(callers_in_[batches_started_ & 1], 0);
-      note_batch_released(range.id, released);
-      released_inside_ += released;
+      note_batch_released(range.id, 0);
       more = pending() > 0;
     }
     done_cv_.notify_all();
@@ -1694,13 +1709,13 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
   std::size_t blocked_now_ = 0;
   std::size_t direct_in_flight_ = 0;    // run_direct requests not yet destroyed (one holds the run; others gave it up on a holder)
   std::uint64_t direct_completed_ = 0;  // requests run_direct completed (they take no ticket)
-  std::uint64_t batches_started_ = 0;   // batches that took requests (run_direct's included)
-  std::size_t asleep_for_[3] = {0, 0, 0};  // callers asleep in wait_until_completed, by their batch's
-                                           // parity; [2]: their batch ended or parked, not complete
+  // The waiting path: running_, taken_ and completion_ (with the lot) decide whether a waiter is
+  // done or leads; waiters_ says who waits and who of them a batch end released; these two say
+  // who left since and has not called again (thread-local marks: a caller that returned has no
+  // entry any more).
+  boost::intrusive::list<wait_entry> waiters_;  // every caller in wait_until_completed, on its stack
   std::uint64_t last_released_batch_ = 0;  // the last batch that ended (note_batch_released)
   std::size_t callers_away_ = 0;           // callers it released (or earlier ones) not called again since
-  std::size_t callers_in_[2] = {0, 0};     // callers in wait_until_completed, by their batch's parity
-  std::size_t released_inside_ = 0;        // callers in wait_until_completed whose batch ended
   clock::time_point oldest_{};
   clock::time_point last_batch_end_{};
   bool running_ = false;

@@ -15,11 +15,13 @@
 //     no batch runs and requests are pending, runs one itself (Batch, below); else sleeps on
 //     done_cv_. Woken by every release of bytes (batch end, park, unreserve).
 //   Waiter (wait, unregister, drain, a registry call combined through the reclaimer;
-//     wait_until_completed): under m_, loop: its ticket done (ticket_done; drain: done_through)
-//     → return; in manual mode, the lot due (told, or a drain timer) and nobody polling it → it
+//     wait_until_completed): links a wait_entry on its own stack in waiters_ (under m_, until it
+//     returns; asleep set while it sleeps), then under m_, loop: its ticket done (ticket_done;
+//     drain: done_through) → return; in manual mode, the lot due (told, or a drain timer) and nobody polling it → it
 //     polls the Lot; no batch running and its request not taken (and the callers the last batch
-//     released are awake) → it leads: runs the Batch of everything pending on its own thread;
-//     else sleeps on done_cv_ (in manual mode until the lot's next timer).
+//     released are awake: no entry asleep whose wait is over) → it leads: runs the Batch of
+//     everything pending on its own thread; else sleeps on done_cv_ (in manual mode until the
+//     lot's next timer).
 //   Lone unregister (claim_direct/run_direct): under m_, nothing running or pending and the
 //     bytes fit → claims the run, runs a batch of its one object, releases the run, notifies
 //     done_cv_ (no ticket). If its drain is about to sleep on a holder, it releases the run and
