@@ -230,7 +230,9 @@ TEST_F(takeover, a_caller_leading_a_batch_that_parks_on_another_callers_held_obj
     leader.join();  // hangs (the watchdog) if the leader stays in the parked batch's drain
     EXPECT_EQ(destroyed.load(), 1) << "the leader's own object";
     EXPECT_FALSE(reclaimer.poll(held_ticket));
-    held->refs().put();
+    EXPECT_EQ(reclaimer.run_now(), 0U);  // polls the lot once (it was told when the batch parked)
+    EXPECT_FALSE(reclaimer.poll(held_ticket));
+    held->refs().put();  // from here only this put can make the lot's runner look again
     reclaimer.wait(held_ticket);  // manual mode: the waiter runs the lot
     EXPECT_EQ(destroyed.load(), 2);
   }
