@@ -8,21 +8,26 @@
  *     and with ORDERED every object of an earlier ticket); at the end every object destroyed and
  *     the budget's charge back to 0.
  *
- * Three designs of the ref drain and of completion (-DDRAIN=n):
+ * Four designs of the ref drain and of completion (-DDRAIN=n):
  *   0  (default) the design issue 35 asks for: per-caller wait entries completed per object; an
  *      object still held when its batch drains is parked and the batch ends without it; the
  *      holder's last put() hands it back (READY), to be destroyed by the next batch's leader or
  *      the background thread, and its entry is completed then.
  *   1  main (4ec65a2): the batch's drain sleeps until the last put tells it
  *      (ref_drain::wait / released); the batch keeps the run meanwhile.
- *   2  r35-core (a3738be, detail/reclaim_protocol.hpp): the batch parks (park_batch: releases the
- *      run and its bytes, notifies done_cv_ and work_cv_, a spare runner in background mode),
- *      its drain sleeps until the last put, then the batch ends; tickets complete in order
- *      (ticket_completion: never past a parked batch) and wake-ups are done_cv_.notify_all().
- * Wake-ups: -DBROADCAST=1 (the default with DRAIN=1 and 2: the code's done_cv_.notify_all()) wakes
+ *   2  the code (branch r35-reclaimer): DRAIN=0's hand-back — a held object parks in the lot
+ *      (the batch's engine stays in its slot: run_after_grace_periods_or_park), the batch ends,
+ *      the last put tells the lot (lot_told), and one thread polls it (poll_lot: the background
+ *      thread, or in manual mode whoever waits next); tickets complete per object (ticket_done);
+ *      wake-ups are still done_cv_.notify_all() (BROADCAST=1).
+ *   3  r35-core (a3738be), superseded: the batch parks (park_batch: releases the run and its
+ *      bytes, notifies done_cv_ and work_cv_, a spare runner in background mode), its drain
+ *      sleeps until the last put on the leader's thread, then the batch ends; tickets complete in
+ *      order (never past a parked batch) and wake-ups are done_cv_.notify_all().
+ * Wake-ups: -DBROADCAST=1 (the default with DRAIN=1, 2, 3: the code's done_cv_.notify_all()) wakes
  * every sleeper at a batch's end and each re-checks; BROADCAST=0 (the default with DRAIN=0) hands
  * the lead to one sleeping entry whose request waits for the next batch (liburcu's urcu_wait
- * queue served by one leader). -DORDERED=1 (the default with DRAIN=2): a ticket completes only
+ * queue served by one leader). -DORDERED=1 (the default with DRAIN=3): a ticket completes only
  * once every object of it and of every earlier ticket is destroyed.
  * -DHOLD_UNTIL_OTHERS=1: the holder puts its reference only once callers 1 and 2 returned — "a
  * held object delays only the objects that depend on it" (issue 35): it deadlocks where it does not.
@@ -35,12 +40,14 @@
  *   submitter  async_unregister::submit(obj) (submit-only: no entry) and later
  *              async_unregister::wait(ticket) (wait_until_completed, an entry on the caller's stack).
  *   runner     async_unregister::reclaimer_loop() (reclaim_mode::background_thread; its age timer);
- *              with DRAIN=2 also the spare runner park_batch() starts when no runner is idle.
+ *              with DRAIN=3 also the spare runner park_batch() starts when no runner is idle;
+ *              with DRAIN=2 the lot's one runner in background mode (poll_lot).
  *   holder     ref_count::put() of the last reference -> ref_drain::released() (wakes the drain),
- *              or (DRAIN=0) the hand-back of a parked object to the reclaimer.
+ *              or (DRAIN=0, 2) the hand-back of a parked object to the reclaimer (DRAIN=2:
+ *              ref_drain::released -> async_unregister::lot_told).
  *   run_batch  async_unregister::run_claimed() / run_batch_unlocked() (take every pending request;
  *              the grace periods; detail::run_specs' drain: ref_drain::wait(), whose before_sleep
- *              hook is park_batch() with DRAIN=2); end_batch its last critical section of m_
+ *              hook is park_batch() with DRAIN=3); end_batch its last critical section of m_
  *              (end_batch() on r35-core: completion, running_, charged_bytes_, notify_all).
  * Every atomic block is one critical section of the reclaimer's mutex m_ (or of the drain's lock);
  * a sleep is a condition-variable wait: the sleeper sets its own flag under the lock, a waker
@@ -52,7 +59,7 @@
  *   3  the batch's end completes the entries of parked objects too (ticket done before the object
  *      is destroyed: issue 35's item 1)
  *   4  a destroy (a release of the budget's charge) does not wake the submitters blocked by it
- *   5  (DRAIN=2) a parking batch keeps the run: the batches behind it wait for the holder
+ *   5  (DRAIN=3) a parking batch keeps the run: the batches behind it wait for the holder
  */
 
 #define NC 3     /* callers: syncer 0 (its object held), syncer 1, submitter 2 */
@@ -75,11 +82,19 @@
 #endif
 #endif
 #ifndef ORDERED
-#if DRAIN == 2
+#if DRAIN == 3
 #define ORDERED 1
 #else
 #define ORDERED 0
 #endif
+#endif
+/* Who destroys a handed-back (READY) object: DRAIN=0, a waiter whose object it is may lead for
+ * it; DRAIN=2 (the code: async_unregister::poll_lot), only the background thread in background
+ * mode, and the waiters (whoever runs next) in manual mode. */
+#if DRAIN == 2 && BACKGROUND
+#define LOT_BY_WAITERS 0
+#else
+#define LOT_BY_WAITERS 1
 #endif
 #ifndef HOLD_UNTIL_OTHERS
 #define HOLD_UNTIL_OTHERS 0
@@ -97,7 +112,7 @@ byte seq[NOBJ];   /* its ticket (issued_ at its submit) */
 byte issued;
 byte charged;     /* the budget's charge */
 byte pending;     /* requests submitted, not taken by a batch (pending_) */
-byte ready;       /* DRAIN=0: parked objects whose last put came, to destroy */
+byte ready;       /* DRAIN=0, 2: parked objects whose last put came, to destroy */
 bool running;     /* a batch holds the run (running_) */
 byte owner[NOBJ]; /* the pid of the batch that took it (255: none) */
 
@@ -111,8 +126,8 @@ bool bsleep[NC];  /* asleep on the budget (done_cv_) */
 
 bool bg_asleep;   /* the runners wait on work_cv_ */
 byte idle_runners;/* runners asleep on work_cv_ (idle_runners_) */
-bool spare;       /* DRAIN=2: the spare runner was started */
-bool drain_asleep;/* DRAIN=1, 2: a batch's drain waits for a put (ref_drain::wait) */
+bool spare;       /* DRAIN=3: the spare runner was started */
+bool drain_asleep;/* DRAIN=1, 3: a batch's drain waits for a put (ref_drain::wait) */
 byte drain_obj;
 byte returned;    /* callers back from their wait */
 
@@ -253,7 +268,7 @@ inline hand_off() {
 #endif
 }
 
-/* DRAIN=2: park_batch — the run and the batch's bytes released, sleepers woken, a spare runner
+/* DRAIN=3: park_batch — the run and the batch's bytes released, sleepers woken, a spare runner
  * started in background mode when no runner is idle. Once per batch. */
 inline park() {
   if
@@ -288,7 +303,7 @@ inline park() {
 inline run_batch() {
   parked = false;
   atomic {
-    /* DRAIN=0: objects handed back by their last put, destroyed first */
+    /* DRAIN=0, 2: objects handed back by their last put, destroyed first */
     j = 0;
     do
     :: j < NOBJ ->
@@ -320,12 +335,12 @@ drain_one:
      atomic {
        if
        :: owner[j] == _pid && st[j] == TAKEN && ref[j] == 0 -> destroy(j)
-#if DRAIN == 0
+#if DRAIN == 0 || DRAIN == 2
        :: owner[j] == _pid && st[j] == TAKEN && ref[j] > 0 ->
           st[j] = PARKED; uncharge(j) /* its bytes are its holders' now: off the budget */
 #else
        :: owner[j] == _pid && st[j] == TAKEN && ref[j] > 0 ->
-#if DRAIN == 2
+#if DRAIN == 3
           park();
 #endif
           drain_obj = j; drain_asleep = true; slept = true
@@ -405,7 +420,7 @@ inline wait_entry(c, w) {
        :: done[c] -> break
        :: else ->
           if
-          :: !running && (lead[c] || st[w] == PENDING || st[w] == READY) ->
+          :: !running && (lead[c] || st[w] == PENDING || (st[w] == READY && LOT_BY_WAITERS)) ->
              running = true; mine = true; lead[c] = false
           :: else -> lead[c] = false; asleep[c] = true; mine = false
           fi

@@ -14,6 +14,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -90,39 +91,153 @@ struct counted_items : indexed<item, by_id> {
 };
 using item_registry = basic_registry<CF, std::mutex, counted_items>;
 
+enum class flavor_of_reclaimer { background, manual, attached };
+
 /// One object held by the test (a packet queued to userspace) and submitted, then 10,000 more
-/// submitted by the holder: they are destroyed while it is still held, and none of the holder's
-/// submits waits for it, whether a budget is small or not.
-void a_held_object_does_not_stall_the_objects_after_it(std::size_t budget_bytes) {
+/// submitted by the holder. Each reclaimer flavor: the background thread runs the batches; in
+/// manual mode the holder does (run_now, wait); attached, the registry's own unregister combines
+/// through the reclaimer as well. The held object's batch parks and hands it to the lot, so:
+/// none of the holder's submits waits for it (whether the budget is small or not), the ticket of
+/// the last of the 10,000 is done while the held object is still held (tickets complete per
+/// object, not in submit order), the held object's own ticket is not, and the last put lets it
+/// go without anyone else waiting. No spare thread: the lot has one runner.
+void a_held_object_does_not_stall_the_objects_after_it(flavor_of_reclaimer flavor, std::size_t budget_bytes) {
   constexpr int kLater = 10'000;
   watchdog dog(60s, "10,000 objects submitted after one held object, budget " + std::to_string(budget_bytes));
   std::atomic<int> destroyed{0};
   g_destroyed = &destroyed;
   item_registry reg;
-  async_options o;
+  async_options o = flavor == flavor_of_reclaimer::manual ? manual() : async_options{};
   o.budget_bytes = budget_bytes;
-  o.max_age = 0us;
+  if (flavor != flavor_of_reclaimer::manual) o.max_age = 0us;
+  o.combine_registry_unregister = flavor == flavor_of_reclaimer::attached;
+  int extra = 0;  // objects deleted through the registry (attached)
   {
     async_unregister reclaimer(reg, o);
     item* held = add_item(reg, 0);
     held->refs().hold();
-    ASSERT_TRUE(reclaimer.submit(*held));
-    while (held->state() != reg_state::unregistered) std::this_thread::yield();  // its batch's drain waits
-    for (int i = 1; i <= kLater; ++i) ASSERT_TRUE(reclaimer.submit(*add_item(reg, i))) << i;  // never waits on `held`
-    while (destroyed.load() < kLater) std::this_thread::yield();  // the batches behind it proceed
-    EXPECT_EQ(destroyed.load(), kLater) << "everything but the held object";
+    const unregister_ticket held_ticket = reclaimer.submit(*held);
+    ASSERT_TRUE(held_ticket);
+    if (flavor == flavor_of_reclaimer::manual) {
+      EXPECT_EQ(reclaimer.run_now(), 1U) << "its batch parks and returns";
+    }
+    while (held->state() != reg_state::unregistered) std::this_thread::yield();  // its batch's drain parked it
+    unregister_ticket last;
+    for (int i = 1; i <= kLater; ++i) {
+      last = reclaimer.submit(*add_item(reg, i));  // never waits on `held` (the budget neither)
+      ASSERT_TRUE(last) << i;
+    }
+    if (flavor == flavor_of_reclaimer::attached) {
+      reg.unregister(*add_item(reg, kLater + 1));  // synchronous, combined: its own batch only
+      ++extra;
+      EXPECT_GE(destroyed.load(), 1) << "its own object, at least";
+    }
+    reclaimer.wait(last);  // leads in manual mode; in order behind the held object before issue 35
+    EXPECT_TRUE(reclaimer.poll(last));
+    EXPECT_EQ(destroyed.load(), kLater + extra) << "everything but the held object";
+    EXPECT_FALSE(reclaimer.poll(held_ticket)) << "its object is still held";
+    EXPECT_EQ(held->state(), reg_state::unregistered);
+    EXPECT_EQ(reclaimer.stats().pending_count, 1U) << "the held object only";
     held->refs().put();
+    reclaimer.wait(held_ticket);  // the lot's runner destroys it
+    EXPECT_EQ(destroyed.load(), kLater + extra + 1);
     reclaimer.drain();
   }
-  EXPECT_EQ(destroyed.load(), kLater + 1);
+  EXPECT_EQ(destroyed.load(), kLater + extra + 1);
   g_destroyed = nullptr;
 }
 
 TEST_F(takeover, a_held_object_does_not_stall_ten_thousand_objects_submitted_after_it) {
-  a_held_object_does_not_stall_the_objects_after_it(std::size_t{64} << 20);
+  a_held_object_does_not_stall_the_objects_after_it(flavor_of_reclaimer::background, std::size_t{64} << 20);
 }
 TEST_F(takeover, a_held_object_does_not_block_its_holders_submits_on_a_small_budget) {
-  a_held_object_does_not_stall_the_objects_after_it(16 * sizeof(item));
+  a_held_object_does_not_stall_the_objects_after_it(flavor_of_reclaimer::background, 16 * sizeof(item));
+}
+TEST_F(takeover, a_held_object_does_not_stall_ten_thousand_objects_submitted_after_it_to_a_manual_reclaimer) {
+  a_held_object_does_not_stall_the_objects_after_it(flavor_of_reclaimer::manual, std::size_t{64} << 20);
+}
+TEST_F(takeover, a_held_object_does_not_block_its_holders_submits_to_a_manual_reclaimer_on_a_small_budget) {
+  a_held_object_does_not_stall_the_objects_after_it(flavor_of_reclaimer::manual, 16 * sizeof(item));
+}
+TEST_F(takeover, a_held_object_does_not_stall_ten_thousand_objects_submitted_after_it_to_an_attached_reclaimer) {
+  a_held_object_does_not_stall_the_objects_after_it(flavor_of_reclaimer::attached, std::size_t{64} << 20);
+}
+TEST_F(takeover, a_held_object_does_not_block_its_holders_submits_to_an_attached_reclaimer_on_a_small_budget) {
+  a_held_object_does_not_stall_the_objects_after_it(flavor_of_reclaimer::attached, 16 * sizeof(item));
+}
+
+/// The threads of this process now (Linux: /proc/self/task), or 0 where that cannot be read.
+std::size_t threads_now() {
+  std::error_code ec;
+  std::size_t n = 0;
+  for (std::filesystem::directory_iterator it("/proc/self/task", ec), end; !ec && it != end; it.increment(ec)) ++n;
+  return ec ? 0 : n;
+}
+
+/// Fifty objects held by the test, each in a batch of its own on the background thread: every
+/// batch parks its object in the lot and the reclaimer starts no thread for it (r35-core started
+/// a spare runner per parked batch: a leaking holder could make threads grow without bound).
+TEST_F(takeover, fifty_batches_parked_on_held_objects_start_no_thread) {
+  constexpr int kHeld = 50;
+  watchdog dog(60s, "fifty parked batches");
+  std::atomic<int> destroyed{0};
+  g_destroyed = &destroyed;
+  item_registry reg;
+  async_options o;
+  o.max_age = 0us;
+  {
+    async_unregister reclaimer(reg, o);
+    const std::size_t before = threads_now();
+    if (before == 0) GTEST_SKIP() << "no /proc/self/task here";
+    std::vector<item*> held;
+    for (int i = 0; i < kHeld; ++i) {
+      held.push_back(add_item(reg, i));
+      held.back()->refs().hold();
+      ASSERT_TRUE(reclaimer.submit(*held.back()));
+      while (held.back()->state() != reg_state::unregistered) std::this_thread::yield();  // drained: it parks
+    }
+    EXPECT_EQ(threads_now(), before) << "no thread per parked batch";
+    EXPECT_EQ(destroyed.load(), 0);
+    for (item* h : held) h->refs().put();
+    reclaimer.drain();
+    EXPECT_EQ(destroyed.load(), kHeld);
+    EXPECT_EQ(threads_now(), before);
+  }
+  g_destroyed = nullptr;
+}
+
+/// A leader whose own object was destroyed returns though the batch it led parked on another
+/// caller's held object (the Spin model's HOLD_UNTIL_OTHERS: issue 35 found r35-core's parking
+/// still kept that leader in the drain). Manual mode: unregister leads the batch of both.
+TEST_F(takeover, a_caller_leading_a_batch_that_parks_on_another_callers_held_object_returns) {
+  watchdog dog(60s, "a leader whose batch parked on a held object");
+  std::atomic<int> destroyed{0};
+  g_destroyed = &destroyed;
+  item_registry reg;
+  {
+    async_options o = manual();
+    o.rollback.drain.stall_report_interval = std::chrono::hours(1);  // only the last put wakes the lot
+    async_unregister reclaimer(reg, o);
+    item* held = add_item(reg, 0);
+    held->refs().hold();
+    const unregister_ticket held_ticket = reclaimer.submit(*held);
+    ASSERT_TRUE(held_ticket);
+    std::thread leader([&] {
+      thread_registration<flavor::memb> r;
+      // Its request joins the held object's (pending): it leads the batch of both, which parks.
+      EXPECT_TRUE(reclaimer.unregister(*add_item(reg, 1)));
+    });
+    leader.join();  // hangs (the watchdog) if the leader stays in the parked batch's drain
+    EXPECT_EQ(destroyed.load(), 1) << "the leader's own object";
+    EXPECT_FALSE(reclaimer.poll(held_ticket));
+    EXPECT_EQ(reclaimer.run_now(), 0U);  // polls the lot once (it was told when the batch parked)
+    EXPECT_FALSE(reclaimer.poll(held_ticket));
+    held->refs().put();  // from here only this put can make the lot's runner look again
+    reclaimer.wait(held_ticket);  // manual mode: the waiter runs the lot
+    EXPECT_EQ(destroyed.load(), 2);
+  }
+  EXPECT_EQ(destroyed.load(), 2);
+  g_destroyed = nullptr;
 }
 
 // --- item 5: mutants the suite did not kill ----------------------------------------------------

@@ -126,17 +126,24 @@
 // reclaimer's own next batch). A second delete of a submitted object (registry::try_unregister,
 // try_submit) is a lost race: already_unregistering.
 //
-// Parking. A batch whose ref drain goes to sleep on objects still held (a packet queued to
-// userspace) parks: it releases the run — the next batch may start, on a caller that waits,
-// run_now, or a runner (in background mode a spare runner thread starts when none is idle) — and
-// its bytes leave the budget; its drain goes on, on the thread that ran it, and destroys each
-// held object at its last put (as the kernel keeps a device waiting for its references on the
-// todo list while the rest proceeds). With hold_lock_through_drain the writer lock is still held
-// through that drain: the batches behind it wait for the lock.
+// Parking (the hand-back). A batch whose ref drain still finds objects held after its first pass
+// and one flush (a packet queued to userspace) parks: its engine stays in its queue slot, in the
+// reclaimer's lot, and the batch ends — its run, its budget bytes (the held objects are their
+// holders' now) and its callers are released, and the tickets of its objects already destroyed
+// are done. Each held object's last put tells the lot; one thread polls it — the background
+// thread, or in manual mode whichever caller runs batches next (wait, unregister, drain,
+// run_now, run_if_due) — destroys what was let go, runs the drain's timers (rebroadcast, stall
+// lines, flush), and finishes a parked batch once it holds nothing. So no thread is started for
+// a parked batch, however many park (as the kernel keeps a device waiting for its references on
+// the todo list while the rest proceeds). A lone unregister() of a held object (the direct path)
+// waits for its own object on its own thread, but gives the run and its bytes up first. With
+// hold_lock_through_drain a batch does not park: its drain keeps the writer lock, which every
+// batch behind it needs anyway, until the last put.
 //
-// Tickets complete in submit order (a batch takes every request pending when it starts): a ticket
-// completes once its object and the objects of every earlier ticket are destroyed, so a wait on a
-// ticket behind a parked batch waits for that batch's holders. The protocol: reclaim_protocol.hpp.
+// Tickets complete per object: a ticket is done once its object is destroyed (and no take-over
+// holds its batch back: reclaim_protocol.hpp), whatever the tickets before it; poll and wait ask
+// that. drain() waits until every ticket up to its start is done. The protocol:
+// reclaim_protocol.hpp.
 // Ordering: everything a submitter did before submit(obj) happens-before obj's destroy; obj's
 // destroy happens-before the return of wait/poll == true/drain for its ticket.
 //
@@ -162,7 +169,9 @@
 //
 // Pieces in their own headers, included here: async_stats.hpp (async_stats, async_batch_report),
 // detail/submitted_lane.hpp (the lane policy of a batch: the registry's, without validate),
-// detail/latency_histogram.hpp (the fixed latency histogram).
+// detail/latency_histogram.hpp (the fixed latency histogram), detail/reclaim_budget.hpp (the
+// budget's arithmetic), detail/reclaim_lot.hpp (the parked batches), detail/reclaim_protocol.hpp
+// (who waits and who wakes whom; when a ticket completes).
 #pragma once
 
 #include <algorithm>
@@ -190,6 +199,8 @@
 #include "rcubatch/batch_stats.hpp"
 #include "rcubatch/detail/latency_histogram.hpp"
 #include "rcubatch/detail/probe.hpp"
+#include "rcubatch/detail/reclaim_budget.hpp"
+#include "rcubatch/detail/reclaim_lot.hpp"
 #include "rcubatch/detail/reclaim_protocol.hpp"
 #include "rcubatch/detail/submitted_lane.hpp"
 #include "rcubatch/detail/unregister_combiner.hpp"
@@ -295,23 +306,6 @@ inline std::atomic<std::uint64_t> g_next_generation_id{1};
 /// the thread came back (async_unregister::note_came_back) or when it is unknown.
 inline thread_local std::uint64_t t_released_by_batch = 0;
 
-/// A count written only under a mutex and read, besides, without it (async_unregister's charged
-/// bytes: submit's first look at the budget, under the writer lock only). An atomic so that read
-/// is no data race; the writers hold the mutex, so they load and store (no read-modify-write).
-class mutex_written_count {
- public:
-  operator std::size_t() const noexcept { return v_.load(std::memory_order_relaxed); }  // NOLINT: a count
-  mutex_written_count& operator=(std::size_t v) noexcept {
-    v_.store(v, std::memory_order_relaxed);
-    return *this;
-  }
-  mutex_written_count& operator+=(std::size_t d) noexcept { return *this = *this + d; }
-  mutex_written_count& operator-=(std::size_t d) noexcept { return *this = *this - d; }
-
- private:
-  std::atomic<std::size_t> v_{0};
-};
-
 template <class Tuple>
 struct thread_registrations;
 template <class... Fs>
@@ -346,6 +340,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     static_assert(k < kTypes, "rcubatch::async_unregister: no policy of the registry handles the object's type");
     return k;
   }
+  struct generation;  // the per-request data of one queue set's pending requests (below)
   template <std::size_t K>
   using policy_at = std::tuple_element_t<K, std::tuple<Policies...>>;
   template <std::size_t K>
@@ -407,13 +402,19 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     {
       std::unique_lock lock(m_);
       // Objects taken over by other writers' batches: their nodes call back here after each
-      // destroy (drain waited for those of its tickets; any other is still counted here).
-      while (completion_.takeovers_open() != 0) wait_offline(done_cv_, lock);
+      // destroy (drain waited for those of its tickets; any other is still counted here). And
+      // parked batches (their last puts call back here): drain waited for their tickets.
+      while (completion_.takeovers_open() != 0 || !lot_.empty()) {
+        if (polls_lot_here() && lot_.due(clock::now())) {
+          poll_lot(lock);
+          continue;
+        }
+        wait_for_lot(done_cv_, lock);
+      }
       stop_ = true;
     }
     work_cv_.notify_all();
     if (thread_.joinable()) thread_.join();
-    for (std::thread& spare : spares_) spare.join();  // none starts once stop_ is set
   }
 
   /// Requires: obj (a T of one of the registry's policies, or derived from it) is registered in
@@ -551,114 +552,133 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     r.status = unregister_status::refused;
     // The first look at the budget, without m_ (see the charge below). An object larger than the
     // budget (admitted when nothing is charged) always takes reserve's path, exact under m_.
-    if (!reserved && charged_bytes_ + bytes > options_.budget_bytes && detail::t_running_batch_of != this) {
+    if (!reserved && budget_.over(bytes) && detail::t_running_batch_of != this) {
       no_room = true;  // nothing changed, validate not run: the caller blocks or is refused, then retries
       return r;
     }
     unreg_queue<T>& q = std::get<k>(current_->queues);
-    const auto unreserve_if_reserved = [&]() noexcept {
+    r.status = queue_checked<k>(t, q, lost_race_is_result);  // a misuse under throw_error: the caller unreserves
+    if (r.status != unregister_status::unregistered) {
       if (reserved) unreserve(bytes);
-    };
-    if (lost_race_is_result) {
-      const reg_state st = t.state();
-      if (st != reg_state::uninitialized &&
-          (st != reg_state::registered || detail::registrable_access::owner(t) != nullptr)) {
-        unreserve_if_reserved();  // in a batch, in a queue (submitted here, or another batch's cascade), or gone
-        r.status = unregister_status::already_unregistering;
-        return r;
-      }
-    }
-    if (q.contains(t)) {
-      detail::diagnose(misuse_kind::already_unregistering,  // throwing: the caller unreserves
-                       "async_unregister::submit: the object was already submitted and its batch has not run; "
-                       "submit each object once");
-      unreserve_if_reserved();
-      return r;
-    }
-    if (!q.push(t)) {  // not registered, in a batch, or in another queue: diagnosed there
-      unreserve_if_reserved();
-      return r;
-    }
-    if (!registry_.template owns<k>(t)) {
-      q.remove(t);
-      registry_.report_wrong_registry("async_unregister::submit");  // throwing: the caller unreserves
-      unreserve_if_reserved();
-      return r;
-    }
-    if (registry_type::template children_left_behind<k>(t)) {  // owned.hpp: an owner_hook names it
-      q.remove(t);
-      registry_type::report_children_left_behind("async_unregister::submit");  // as above
-      unreserve_if_reserved();
       return r;
     }
     generation& g = current_->requests;
     try {
       if constexpr (detail::hooks_of<policy_at<k>, T>::has_validate)
         registry_.template policy<policy_at<k>>().validate(t);
-      if (g.submit_times.size() == g.submit_times.capacity())  // geometric: push_back below cannot throw
-        g.submit_times.reserve(std::max<std::size_t>(64, 2 * g.submit_times.capacity()));
-      if (g.id == 0) g.id = detail::g_next_generation_id.fetch_add(1, std::memory_order_relaxed);
-      if (detail::t_last_submit_generation != g.id) {
-        g.threads.insert(std::this_thread::get_id());
-        detail::t_last_submit_generation = g.id;
-      }
+      make_room_for_one(g);
     } catch (...) {
       q.remove(t);
       throw;
     }
     // --- nothing below throws ---
     const auto now = clock::now();
-    std::uint64_t seq = 0;
-    bool wake = false, wake_blocked = false;
-    {
-      std::scoped_lock state(m_);
-      if (!reserved) {
-        // The first look at the budget (above) was made without m_ but under the writer lock, which
-        // every other submit's charge is made under too: only reserve or a lone unregister's claim
-        // (under m_ alone) can have charged since, each within the budget or alone, so with this
-        // object (≤ the budget) the charge stays ≤ budget + one object — the file comment's bound.
-        // Looking again here would mean running validate a second time on the retry.
-        charged_bytes_ += bytes;
-        high_water_bytes_ = std::max<std::size_t>(high_water_bytes_, charged_bytes_);
-      }
-      {
-        seq = ++issued_;
-        g.bytes += bytes;
-        if (pending() == 1) oldest_ = now;
-        high_water_count_ = std::max(high_water_count_, outstanding_count());
-        if (detail::t_running_batch_of == this) ++hook_submits_;
-        // Wake the reclaimer on the first request (it arms the age timer) and when a threshold is
-        // crossed, not on every request past it: a notify per submit costs more than the submit.
-        wake = pending() == 1 || pending() == options_.batch_count ||
-               (g.bytes >= options_.batch_bytes && g.bytes - bytes < options_.batch_bytes);
-        wake_blocked = blocked_now_ > 0;
-      }
-    }
+    const recorded rec = record_request(g, bytes, reserved, now);
     g.submit_times.push_back(now);
+    g.objects.push_back(&static_cast<const detail::registrable_base&>(t));
     // Unlisted from its indexes, but left in its owner's list (owned.hpp), if any: a parent's batch
     // that runs before this object's takes it over (its notify queues it), so the parent never
     // waits for a batch that may not run (issue 35); whichever batch takes it unlinks it there.
     detail::hooks_of<policy_at<k>, T>{registry_.template policy<policy_at<k>>()}.unlist(t);
     detail::registrable_access::set_unlisted_early(t, true);  // whichever batch takes it skips unlist
     g.unlisted_before = registry_.domain().snapshot();
-    if ((wake && !caller_waits) || wake_blocked) work_cv_.notify_all();
+    const bool wake_blocked = rec.wake_blocked;
+    if ((rec.wake && !caller_waits) || wake_blocked) work_cv_.notify_all();
     if (wake_blocked) done_cv_.notify_all();  // a manual submitter blocked on the budget may run the batch
-    r.status = unregister_status::unregistered;
-    r.ticket = unregister_ticket(seq, id_);
-    RCUBATCH_PROBE(async_submit, id_, seq, bytes);
+    r.ticket = unregister_ticket(rec.seq, id_);
+    RCUBATCH_PROBE(async_submit, id_, rec.seq, bytes);
     return r;
   }
 
+  /// Requires: the writer lock. Queues t in q (current_'s) unless a check refuses it first:
+  /// returns unregistered when queued; already_unregistering for a lost race (try_submit);
+  /// refused after a misuse diagnosed under report (throw_error throws: nothing changed).
+  template <std::size_t k>
+  unregister_status queue_checked(object_at<k>& t, unreg_queue<object_at<k>>& q, bool lost_race_is_result) {
+    if (lost_race_is_result) {
+      const reg_state st = t.state();
+      if (st != reg_state::uninitialized &&
+          (st != reg_state::registered || detail::registrable_access::owner(t) != nullptr))
+        return unregister_status::already_unregistering;  // in a batch, in a queue (here, or a cascade's), or gone
+    }
+    if (q.contains(t)) {
+      detail::diagnose(misuse_kind::already_unregistering,
+                       "async_unregister::submit: the object was already submitted and its batch has not run; "
+                       "submit each object once");
+      return unregister_status::refused;
+    }
+    if (!q.push(t)) return unregister_status::refused;  // not registered, in a batch, or in another queue: diagnosed there
+    if (!registry_.template owns<k>(t)) {
+      q.remove(t);
+      registry_.report_wrong_registry("async_unregister::submit");
+      return unregister_status::refused;
+    }
+    if (registry_type::template children_left_behind<k>(t)) {  // owned.hpp: an owner_hook names it
+      q.remove(t);
+      registry_type::report_children_left_behind("async_unregister::submit");
+      return unregister_status::refused;
+    }
+    return unregister_status::unregistered;
+  }
+
+  /// Requires: the writer lock. The generation's per-request vectors have room for one more
+  /// (geometric growth: their push_back in submit_locked cannot throw), its id is set, and the
+  /// calling thread is in its set of submitting threads. Throws: std::bad_alloc.
+  static void make_room_for_one(generation& g) {
+    if (g.submit_times.size() == g.submit_times.capacity()) {
+      g.submit_times.reserve(std::max<std::size_t>(64, 2 * g.submit_times.capacity()));
+      g.objects.reserve(g.submit_times.capacity());
+    }
+    if (g.id == 0) g.id = detail::g_next_generation_id.fetch_add(1, std::memory_order_relaxed);
+    if (detail::t_last_submit_generation != g.id) {
+      g.threads.insert(std::this_thread::get_id());
+      detail::t_last_submit_generation = g.id;
+    }
+  }
+
+  /// What record_request decided: the ticket, and whom the submit wakes.
+  struct recorded {
+    std::uint64_t seq;
+    bool wake;          // the first request, or a threshold crossed: the background thread
+    bool wake_blocked;  // a submitter blocked by the budget (it may run the batch, manual mode)
+  };
+  /// Requires: the writer lock. Under m_: charges `bytes` (unless `reserved`) and counts the
+  /// request in g. Nothing throws.
+  recorded record_request(generation& g, std::size_t bytes, bool reserved, clock::time_point now) noexcept {
+    std::scoped_lock state(m_);
+    if (!reserved) {
+      // The first look at the budget (submit_locked) was made without m_ but under the writer
+      // lock, which every other submit's charge is made under too: only reserve or a lone
+      // unregister's claim (under m_ alone) can have charged since, each within the budget or
+      // alone, so with this object (≤ the budget) the charge stays ≤ budget + one object — the
+      // file comment's bound. Looking again here would mean running validate a second time on
+      // the retry.
+      budget_.charge(bytes);
+    }
+    const std::uint64_t seq = ++issued_;
+    g.bytes += bytes;
+    if (pending() == 1) oldest_ = now;
+    high_water_count_ = std::max(high_water_count_, outstanding_count());
+    if (detail::t_running_batch_of == this) ++hook_submits_;
+    // Wake the reclaimer on the first request (it arms the age timer) and when a threshold is
+    // crossed, not on every request past it: a notify per submit costs more than the submit.
+    const bool wake = pending() == 1 || pending() == options_.batch_count ||
+                      (g.bytes >= options_.batch_bytes && g.bytes - bytes < options_.batch_bytes);
+    return recorded{seq, wake, blocked_now_ > 0};
+  }
+
+
  public:
 
-  /// Effects: true once the ticket's object has been destroyed. Never blocks, never runs a batch.
+  /// Effects: true once the ticket's object has been destroyed (tickets complete per object, not
+  /// in submit order: Parking in the file comment). Never blocks, never runs a batch.
   /// Misuse (foreign_cookie): an empty ticket, another reclaimer's, or one not issued yet —
   /// throw_error throws; under report answers true.
   /// Throws: misuse_error as above. Complexity: O(1) (one mutex).
   bool poll(unregister_ticket t) {
     if (!check_ticket(t, "poll")) return true;
     std::scoped_lock lock(m_);
-    return completion_.completed() >= t.sequence_;
+    return ticket_done(t.sequence_);
   }
 
   /// Effects: returns once the ticket's object has been destroyed. Leads (see the file comment):
@@ -709,16 +729,19 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
   std::size_t run_now() {
     if (!outside_own_batch("run_now") || !outside_read_section("run_now")) return 0;
     std::unique_lock lock(m_);
+    if (polls_lot_here() && lot_.due(clock::now())) poll_lot(lock);
     while (running_) wait_offline(done_cv_, lock);
     return run_claimed(lock);
   }
 
   /// Effects: as run_now if a batch is due (a threshold crossed, a blocked submitter, a drain
-  /// waiting) and none is running; else returns 0 at once.
+  /// waiting) and none is running; else returns 0 at once. In manual mode both first destroy the
+  /// parked objects whose holders let go since (the lot: Parking in the file comment).
   /// Complexity: O(1) when nothing is due. Blocking, Throws: as run_now.
   std::size_t run_if_due() {
     if (!outside_own_batch("run_if_due") || !outside_read_section("run_if_due")) return 0;
     std::unique_lock lock(m_);
+    if (polls_lot_here() && lot_.due(clock::now())) poll_lot(lock);
     if (running_ || !due(clock::now())) return 0;
     return run_claimed(lock);
   }
@@ -730,18 +753,18 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
       std::scoped_lock lock(m_);
       s = totals_;
       s.submitted = issued_ + direct_completed_;
-      s.completed = completion_.completed() + direct_completed_;
+      s.completed = completion_.completed() - parked_tickets() + direct_completed_;
       s.pending_count = outstanding_count();
-      s.pending_bytes = charged_bytes_;
+      s.pending_bytes = budget_.charged();
       s.pending_count_high_water = high_water_count_;
-      s.pending_bytes_high_water = high_water_bytes_;
+      s.pending_bytes_high_water = budget_.high_water();
       s.blocked_now = blocked_now_;
       s.domain = registry_.domain().stats();
     }
-    std::scoped_lock lock(histogram_mutex_);
-    s.latency_p50 = std::chrono::nanoseconds(static_cast<std::int64_t>(latency_.quantile(0.50)));
-    s.latency_p99 = std::chrono::nanoseconds(static_cast<std::int64_t>(latency_.quantile(0.99)));
-    s.latency_max = std::chrono::nanoseconds(static_cast<std::int64_t>(latency_.max()));
+    const detail::latency_recorder::summary l = latency_.read();
+    s.latency_p50 = l.p50;
+    s.latency_p99 = l.p99;
+    s.latency_max = l.max;
     return s;
   }
 
@@ -755,16 +778,34 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
   /// The per-request data of the requests pending in one of the two queue sets.
   struct generation {
     std::vector<clock::time_point> submit_times;
+    std::vector<const detail::registrable_base*> objects;  // request i's object (ticket first + i)
     std::unordered_set<std::thread::id> threads;
     std::uint64_t id = 0;  // set by its first submit, from g_next_generation_id; 0: none yet
     std::size_t bytes = 0;
     std::optional<gp_cookie> unlisted_before;  // taken after the last submit's unlist
   };
+  template <std::size_t K>
+  using submitted_ref = detail::lane_ref<object_at<K>, detail::submitted_lane<policy_at<K>, object_at<K>>>;
+  template <class Seq>
+  struct engine_of;
+  template <std::size_t... K>
+  struct engine_of<std::index_sequence<K...>> {
+    using type = detail::engine_for<Flavor, submitted_ref<K>...>;
+  };
+  using engine_type = typename engine_of<std::index_sequence_for<Policies...>>::type;
+  using lane_policies = std::tuple<detail::submitted_lane<Policies, typename Policies::object_type>...>;
+
   /// One set of queues and its requests: the current one (submits), or one a batch runs on.
-  struct queue_slot {
+  /// The batch's engine lives here, not on the runner's stack, so that a batch whose drain finds
+  /// held objects can stay parked here, in the lot, while its runner goes on.
+  struct queue_slot : boost::intrusive::list_base_hook<> {
+    explicit queue_slot(lane_policies l) : lanes(l) {}
     pending_queues queues;
     generation requests;
-    bool busy = false;
+    bool busy = false;                 // a batch runs on it, or is parked on it (writer lock)
+    lane_policies lanes;               // the registry's policies, without validate
+    std::optional<engine_type> engine;  // the batch running or parked on it
+    std::vector<std::uint64_t> held;   // parked: the tickets whose objects it holds, sorted (m_)
   };
 
   template <std::size_t K, class T>
@@ -781,7 +822,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
   std::size_t pending() const noexcept { return static_cast<std::size_t>(issued_ - taken_); }
 
   std::size_t outstanding_count() const noexcept {
-    return static_cast<std::size_t>(issued_ - completion_.completed()) + direct_in_flight_;
+    return static_cast<std::size_t>(issued_ - completion_.completed() + parked_tickets()) + direct_in_flight_;
   }
 
   /// The check of every member that waits for batches (all but submit and poll): not from a hook
@@ -859,16 +900,16 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
   bool reserve(std::size_t bytes) {
     std::unique_lock lock(m_);
     const bool from_own_hook = detail::t_running_batch_of == this;
-    if (!fits(bytes) && !from_own_hook) {
+    if (!budget_.fits(bytes) && !from_own_hook) {
       if (options_.when_over_budget == over_budget::refuse) {
         ++totals_.refused;
         return false;
       }
       ++totals_.blocked_submits;
       ++blocked_now_;
-      RCUBATCH_PROBE(async_budget_block, id_, bytes, charged_bytes_);
+      RCUBATCH_PROBE(async_budget_block, id_, bytes, budget_.charged());
       work_cv_.notify_all();
-      while (!fits(bytes)) {
+      while (!budget_.fits(bytes)) {
         if (options_.mode == reclaim_mode::manual && !running_ && pending() > 0) {
           run_claimed(lock);
           continue;
@@ -877,27 +918,22 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
       }
       --blocked_now_;
     }
-    charged_bytes_ += bytes;
-    high_water_bytes_ = std::max<std::size_t>(high_water_bytes_, charged_bytes_);
+    budget_.charge(bytes);
     return true;
-  }
-  bool fits(std::size_t bytes) const noexcept {
-    return charged_bytes_ == 0 || charged_bytes_ + bytes <= options_.budget_bytes;
   }
   /// try_submit by key: the object found under the lock is charged its own bytes, not those of
   /// the first lookup's (may pass the budget by that difference: one object).
   void recharge(std::size_t reserved, std::size_t actual) noexcept {
     {
       std::scoped_lock lock(m_);
-      charged_bytes_ = charged_bytes_ - reserved + actual;
-      high_water_bytes_ = std::max<std::size_t>(high_water_bytes_, charged_bytes_);
+      budget_.recharge(reserved, actual);
     }
     if (actual < reserved) done_cv_.notify_all();
   }
   void unreserve(std::size_t bytes) noexcept {
     {
       std::scoped_lock lock(m_);
-      charged_bytes_ -= bytes;
+      budget_.release(bytes);
     }
     done_cv_.notify_all();
   }
@@ -911,7 +947,16 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
   template <class Lock>
   static void wait_offline_until(std::condition_variable& cv, Lock& lock, clock::time_point deadline) {
     offline_while_blocked offline;
-    cv.wait_until(lock, deadline);
+    if (deadline == clock::time_point::max()) {
+      cv.wait(lock);  // no deadline (wait_until at the clock's maximum may overflow)
+    } else {
+      cv.wait_until(lock, deadline);
+    }
+  }
+  /// A wait of a thread that runs the lot here (polls_lot_here): until the lot's next timer.
+  template <class Lock>
+  void wait_for_lot(std::condition_variable& cv, Lock& lock) {
+    wait_offline_until(cv, lock, polls_lot_here() ? lot_.deadline() : clock::time_point::max());
   }
 
   /// Requires: m_ held. A batch should start now (if none is running).
@@ -923,14 +968,31 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
   }
   clock::time_point age_deadline() const noexcept { return std::max(oldest_, last_batch_end_) + options_.max_age; }
 
-  /// Blocks until completed_ ≥ seq. A caller that waits leads (liburcu's synchronize_rcu
-  /// combines its waiters the same way, with no timer): no batch running and its request not yet
-  /// taken → it runs the batch of everything pending now, on its own thread, at once; a batch
-  /// running → it waits for that batch, and the first waiter to see it end leads the next one,
-  /// which takes every request that arrived meanwhile. So W synchronous callers combine into
-  /// batches of up to W requests and none waits for max_age (that timer is for submit-only
-  /// traffic, which the background thread or run_if_due picks up). `flush`: drain's
-  /// requests are due at once for the background thread too.
+  /// A synchronous caller waiting in wait_until_completed: an entry on its own stack, linked in
+  /// waiters_ under m_ from its first look to its return (liburcu's urcu_wait queue does the
+  /// same for synchronize_rcu's waiters). What the reclaimer knows about its waiters is read off
+  /// these entries, not kept in counters beside them: who a batch end released
+  /// (released_inside), and who of those has not run since (released_still_asleep).
+  /// Boost.Intrusive: no allocation per wait, O(1) link and unlink.
+  struct wait_entry : boost::intrusive::list_base_hook<> {
+    std::uint64_t seq = 0;  // the ticket it waits for (drain: every ticket up to it)
+    bool flush = false;     // drain's wait: done_through, not ticket_done
+    bool asleep = false;    // in done_cv_'s wait (offline under qsbr)
+  };
+
+  /// Requires: m_. The entry's wait is over.
+  bool entry_done(const wait_entry& e) const noexcept { return e.flush ? done_through(e.seq) : ticket_done(e.seq); }
+
+  /// Blocks until the ticket seq is done (`flush`, drain: every ticket up to seq). A caller
+  /// that waits leads (liburcu's synchronize_rcu combines its waiters the same way, with no
+  /// timer): no batch running and its request not yet taken → it runs the batch of everything
+  /// pending now, on its own thread, at once; a batch running → it waits for that batch, and the
+  /// first waiter to see it end leads the next one, which takes every request that arrived
+  /// meanwhile. So W synchronous callers combine into batches of up to W requests and none waits
+  /// for max_age (that timer is for submit-only traffic, which the background thread or
+  /// run_if_due picks up). `flush`: drain's requests are due at once for the background thread too.
+  /// The caller waits on its wait_entry, linked in waiters_ until it returns (m_ is held at every
+  /// exit, a throw included).
   void wait_until_completed(std::uint64_t seq, bool flush) {
     std::unique_lock lock(m_);
     if (flush && flush_through_ < seq) {
@@ -938,22 +1000,22 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
       work_cv_.notify_all();
     }
     note_came_back();
-    if (completion_.completed() >= seq) return;
-    // Counted by the batch its request is in: the running one (taken) or the next (pending).
-    const std::size_t in_slot = static_cast<std::size_t>(taken_ >= seq ? batches_started_ : batches_started_ + 1) & 1;
-    // Counted in callers_in_ until its batch ends or parks (end_batch, park_batch move it to
-    // released_inside_), then until it returns; a caller whose batch already ended or parked
-    // (its ticket waits for a parked batch or a taken-over object) is counted in released_inside_
-    // at once. m_ is held at every exit, a throw included.
-    struct counted_caller {
+    wait_entry me;
+    me.seq = seq;
+    me.flush = flush;
+    if (entry_done(me)) return;
+    waiters_.push_back(me);
+    struct unlink_at_exit {
       async_unregister& self;
-      std::uint64_t seq;
-      std::size_t slot;
-      ~counted_caller() { --(self.completion_.completed() >= seq ? self.released_inside_ : self.callers_in_[slot]); }
-    } const counted{*this, seq, in_slot};
-    ++(seq <= completion_.settled() ? released_inside_ : callers_in_[in_slot]);
+      wait_entry& e;
+      ~unlink_at_exit() { self.waiters_.erase(self.waiters_.iterator_to(e)); }
+    } const linked{*this, me};
     bool yielded = false;
-    while (completion_.completed() < seq) {
+    while (!entry_done(me)) {
+      if (polls_lot_here() && lot_.due(clock::now())) {  // manual mode: a waiter runs the lot
+        poll_lot(lock);
+        continue;
+      }
       if (!running_ && taken_ < seq && released_still_asleep() == 0) {
         if (callers_away_ != 0 && !yielded) {
           // Callers the last batch released, or its leader, have not called again yet: they are
@@ -971,29 +1033,24 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
         run_claimed(lock);
         continue;
       }
-      // in_slot still names its batch: a pending request is taken by the next batch to start,
-      // and no other batch starts while its batch runs.
-      // A request whose batch ended or parked but is not complete (a parked batch before it, or a
-      // taken-over object alive) waits in a bucket of its own: its parity may be a later batch's.
-      const std::size_t bucket = seq <= completion_.settled() ? 2 : in_slot;
-      ++asleep_for_[bucket];
-      wait_offline(done_cv_, lock);
-      if (--asleep_for_[bucket] == 0 && bucket == in_slot && !running_ && pending() > 0 &&
-          in_slot == (batches_started_ & 1))
+      me.asleep = true;
+      wait_for_lot(done_cv_, lock);
+      me.asleep = false;
+      if (!running_ && pending() > 0 && released_still_asleep() == 0)
         done_cv_.notify_all();  // the last caller released by the batch that ended is up: lead the next
     }
     detail::t_released_by_batch = last_released_batch_;  // counted away by it (note_batch_released)
   }
 
-  /// Requires: m_. A batch `id` ended and released `callers` synchronous callers that were
-  /// waiting for it (its leader among them, when a caller led it). Away until they call again
-  /// (note_came_back): those, and callers earlier batches released that are still inside
-  /// wait_until_completed (runnable, not yet returned). Meanwhile the next batch's leader lets
-  /// them run once first (wait_until_completed) and a lone caller takes the submit path instead
-  /// of claim_direct, so that they can join its batch. Returns `id`.
-  std::uint64_t note_batch_released(std::uint64_t id, std::size_t callers) noexcept {
+  /// Requires: m_. A batch `id` ended (or a lone unregister's, with `direct`: its caller is
+  /// inside until it returns, without an entry). Away until they call again (note_came_back):
+  /// the callers it released and those earlier batches released still inside
+  /// wait_until_completed (runnable, not yet returned) — released_inside(). Meanwhile the next
+  /// batch's leader lets them run once first (wait_until_completed) and a lone caller takes the
+  /// submit path instead of claim_direct, so that they can join its batch. Returns `id`.
+  std::uint64_t note_batch_released(std::uint64_t id, std::size_t direct) noexcept {
     last_released_batch_ = id;
-    callers_away_ = callers + released_inside_;
+    callers_away_ = direct + released_inside();
     return id;
   }
 
@@ -1005,12 +1062,23 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     detail::t_released_by_batch = 0;
   }
 
-  /// Requires: m_. Callers whose request the last batch completed and that have not run since
-  /// it woke them. A waiting caller leads the next batch only once this is 0: those callers are
-  /// runnable (woken, inside this object), and a closed-loop caller resubmits as soon as it
-  /// returns, so the next batch takes their requests too instead of leaving them for the one
-  /// after — a gather on an event that is certain to come soon (they are runnable), not a timer.
-  std::size_t released_still_asleep() const noexcept { return asleep_for_[batches_started_ & 1]; }
+  /// Requires: m_. Waiters whose batch ended (or parked): no running batch has their request.
+  std::size_t released_inside() const noexcept {
+    std::size_t n = 0;
+    for (const wait_entry& e : waiters_) n += e.seq <= completion_.settled() ? 1 : 0;
+    return n;
+  }
+
+  /// Requires: m_. Waiters whose wait is over and that have not run since a batch end woke them.
+  /// A waiting caller leads the next batch only once this is 0: those callers are runnable
+  /// (woken, inside this object), and a closed-loop caller resubmits as soon as it returns, so
+  /// the next batch takes their requests too instead of leaving them for the one after — a
+  /// gather on an event that is certain to come soon (they are runnable), not a timer.
+  std::size_t released_still_asleep() const noexcept {
+    std::size_t n = 0;
+    for (const wait_entry& e : waiters_) n += e.asleep && entry_done(e) ? 1 : 0;
+    return n;
+  }
 
   void drain_noexcept() noexcept {
     try {
@@ -1034,8 +1102,12 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     detail::t_reclaimer_thread_of = this;
     std::unique_lock lock(m_);
     for (;;) {
-      if (stop_ && pending() == 0) return;
+      if (stop_ && pending() == 0 && lot_.empty()) return;
       const auto now = clock::now();
+      if (lot_.due(now)) {  // the lot's one runner in background mode
+        poll_lot(lock);
+        continue;
+      }
       if (!running_ && due(now)) {
         try {
           run_claimed(lock);
@@ -1044,13 +1116,8 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
         }
         continue;
       }
-      ++idle_runners_;
-      if (pending() > 0 && !running_) {
-        wait_offline_until(work_cv_, lock, age_deadline());
-      } else {
-        wait_offline(work_cv_, lock);
-      }
-      --idle_runners_;
+      const auto deadline = pending() > 0 && !running_ ? age_deadline() : clock::time_point::max();
+      wait_offline_until(work_cv_, lock, std::min(deadline, lot_.deadline()));
     }
   }
 
@@ -1109,11 +1176,9 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
   bool claim_direct(std::size_t bytes) {
     std::scoped_lock lock(m_);
     note_came_back();
-    if (running_ || pending() != 0 || blocked_now_ != 0 || callers_away_ != 0 || !fits(bytes)) return false;
+    if (running_ || pending() != 0 || blocked_now_ != 0 || callers_away_ != 0 || !budget_.fits(bytes)) return false;
     running_ = true;
-    ++batches_started_;
-    charged_bytes_ += bytes;
-    high_water_bytes_ = std::max<std::size_t>(high_water_bytes_, charged_bytes_);
+    budget_.charge(bytes);
     ++direct_in_flight_;
     high_water_count_ = std::max(high_water_count_, outstanding_count());
     return true;
@@ -1129,49 +1194,66 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
   bool run_direct(object_at<k>& t, std::size_t bytes, batch_stats* out = nullptr) {
     const auto start = clock::now();
     batch_stats st;
+    bool released = false;  // the claim, given up when its drain went to sleep on a holder
     try {
       std::unique_lock writer(registry_.writer_lock());  // offline while waiting under qsbr
       pending_queues q;
       if (!std::get<k>(q).push(t)) {  // not registered, already going away: diagnosed there
         writer.unlock();
-        finish_direct(bytes, nullptr, start);
+        finish_direct(bytes, false, nullptr, start);
         return false;
       }
       if (!registry_.template owns<k>(t)) {
         std::get<k>(q).remove(t);
         registry_.report_wrong_registry("async_unregister::unregister");  // may throw: caught below
         writer.unlock();
-        finish_direct(bytes, nullptr, start);
+        finish_direct(bytes, false, nullptr, start);
         return false;
       }
       if (registry_type::template children_left_behind<k>(t)) {  // owned.hpp: an owner_hook names it
         std::get<k>(q).remove(t);
         registry_type::report_children_left_behind("async_unregister::unregister");  // as above
         writer.unlock();
-        finish_direct(bytes, nullptr, start);
+        finish_direct(bytes, false, nullptr, start);
         return false;
       }
       const running_batch_mark mark(this);
-      st = run_lanes_with_registry_policies(q, std::index_sequence_for<Policies...>{});
+      st = run_lanes_with_registry_policies(q, bytes, released, std::index_sequence_for<Policies...>{});
     } catch (...) {
-      finish_direct(bytes, nullptr, clock::time_point{});
+      finish_direct(bytes, released, nullptr, clock::time_point{});
       throw;
     }
-    finish_direct(bytes, st.refused ? nullptr : &st, start);  // refused (report): nothing changed
+    finish_direct(bytes, released, st.refused ? nullptr : &st, start);  // refused (report): nothing changed
     if (out != nullptr) *out = st;
     return !st.refused;
   }
 
-  /// run_direct's end: releases the claim and the charge; with `st` (the batch ran), counts the
-  /// batch and its one request as a batch of submits would be.
-  void finish_direct(std::size_t bytes, const batch_stats* st, clock::time_point start) noexcept {
+  /// A direct batch's drain is about to sleep on its object's holder: the caller waits for its own
+  /// object only, so the run and the charge go now (the batches behind it proceed; the object is
+  /// its holder's until the last put). Once, from the drain's before_sleep.
+  void release_direct_claim(std::size_t bytes) noexcept {
+    {
+      std::scoped_lock lock(m_);
+      running_ = false;
+      budget_.release(bytes);
+    }
+    done_cv_.notify_all();
+    work_cv_.notify_all();
+  }
+
+  /// run_direct's end: releases the claim and the charge (unless `released` already:
+  /// release_direct_claim); with `st` (the batch ran), counts the batch and its one request as a
+  /// batch of submits would be.
+  void finish_direct(std::size_t bytes, bool released, const batch_stats* st, clock::time_point start) noexcept {
     const auto end = clock::now();
     async_batch_report report;
     bool more = false;
     {
       std::scoped_lock lock(m_);
-      running_ = false;
-      charged_bytes_ -= bytes;
+      if (!released) {
+        running_ = false;
+        budget_.release(bytes);
+      }
       --direct_in_flight_;
       if (st != nullptr) {
         report.requests = 1;
@@ -1180,7 +1262,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
         ++direct_completed_;
         last_batch_end_ = end;
         count_batch(report);
-        // Its one caller is this thread, inside this object until it returns.
+        // Its one caller is this thread, inside this object until it returns (no entry).
         detail::t_released_by_batch = note_batch_released(detail::g_next_generation_id.fetch_add(1, std::memory_order_relaxed), 1);
       }
       more = pending() > 0;
@@ -1188,10 +1270,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     done_cv_.notify_all();  // callers that submitted meanwhile lead the next batch
     if (more) work_cv_.notify_all();
     if (st == nullptr) return;
-    {
-      std::scoped_lock lock(histogram_mutex_);
-      latency_.add(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count()));
-    }
+    latency_.add(end - start);
     if (options_.on_batch) {
       try {
         options_.on_batch(report);
@@ -1202,30 +1281,35 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
 
   /// Requires: the writer lock. A batch of q whose lanes are the registry's own policies
   /// (validate and unlist run in the batch, as registry::unregister's), with this object's options.
+  /// `released`: set once the drain gave the claim of `bytes` up (release_direct_claim).
   template <std::size_t... K>
-  batch_stats run_lanes_with_registry_policies(pending_queues& q, std::index_sequence<K...>) {
+  batch_stats run_lanes_with_registry_policies(pending_queues& q, std::size_t bytes, bool& released,
+                                               std::index_sequence<K...>) {
     const auto lock = detail::writer_lock_ref::make<thread_flavors>(
         registry_.writer_lock(),
         detail::lock_release_for(options_.unlock_during_waits, options_.hold_lock_through_drain));
     auto specs = std::make_tuple(lane(std::get<K>(q), registry_.template policy<policy_at<K>>())...);
-    return detail::run_specs(registry_.domain(), options_.rollback, detail::batch_context(lock), std::get<K>(specs)...);
+    rollback_options rollback = options_.rollback;  // a held object keeps only its own caller waiting
+    rollback.drain.before_sleep = [this, bytes, &released] {
+      if (options_.rollback.drain.before_sleep) options_.rollback.drain.before_sleep();
+      if (!std::exchange(released, true)) release_direct_claim(bytes);
+    };
+    return detail::run_specs(registry_.domain(), rollback, detail::batch_context(lock), std::get<K>(specs)...);
   }
 
-  /// A batch's parking (reclaim_protocol.hpp): filled by run_batch_unlocked, set by park_batch.
-  struct park_state {
-    std::uint64_t after = 0;    // the batch takes the tickets (after, through]
+  /// The tickets a batch took: (after, through], and their bytes, charged until it ends or parks.
+  struct batch_range {
+    std::uint64_t after = 0;
     std::uint64_t through = 0;
-    std::size_t bytes = 0;      // charged to the budget until it parks or ends
-    std::uint64_t id = 0;       // its generation's id (note_batch_released)
-    bool parked = false;        // its drain went to sleep on held objects: the run was released
+    std::size_t bytes = 0;
+    std::uint64_t id = 0;  // its generation's id (note_batch_released)
   };
 
   std::size_t run_batch_unlocked() {
     std::unique_lock writer(registry_.writer_lock());  // offline while waiting under qsbr
     queue_slot* const next = free_slot();                    // may allocate: before anything changes
     queue_slot& taking = *current_;
-    std::size_t requests = 0;
-    park_state park;
+    batch_range range;
     {
       std::scoped_lock lock(m_);
       if (pending() == 0) {
@@ -1233,56 +1317,59 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
         done_cv_.notify_all();
         return 0;
       }
-      requests = pending();
-      park = park_state{taken_, issued_, taking.requests.bytes, false};
+      range = batch_range{taken_, issued_, taking.requests.bytes, 0};
       taken_ = issued_;
       current_ = next;
-      ++batches_started_;
     }
+    const auto requests = static_cast<std::size_t>(range.through - range.after);
     taking.busy = true;
     generation taken;
     std::swap(taken, taking.requests);
-    park.id = taken.id;
+    range.id = taken.id;
     const bool lost = queued_count(taking) != requests;  // some taken over (reclaim_protocol.hpp)
-    RCUBATCH_PROBE(async_batch_start, id_, park.through, requests);
+    RCUBATCH_PROBE(async_batch_start, id_, range.through, requests);
 
     async_batch_report report;
     report.requests = requests;
     report.threads = taken.threads.size();
+    bool finished = true;
     {
       const running_batch_mark mark(this);
-      report.batch = run_lanes(taking.queues, taken.unlisted_before, park, std::index_sequence_for<Policies...>{});
+      finished = run_slot(taking, taken.unlisted_before, report.batch, std::index_sequence_for<Policies...>{});
     }
-    taking.busy = false;
-    writer.unlock();
-    record_latencies(clock::now(), taken.submit_times);
-    end_batch(park, lost, report);
+    if (finished) {
+      taking.busy = false;
+      writer.unlock();
+    } else {
+      note_parked_tickets(taking, taken, range.after);
+      writer.release();  // parked: the engine left the lock released (run_after_grace_periods_or_park)
+    }
+    latency_.add_since(clock::now(), taken.submit_times);
+    end_batch(range, lost, finished ? nullptr : &taking, report);
     return requests;
   }
 
-  /// The end of run_batch_unlocked's batch: completion, the run and the budget released (unless
-  /// it parked: then they were at the park), waiters woken, on_batch.
-  void end_batch(const park_state& park, bool lost, const async_batch_report& report) {
+  /// The end of run_batch_unlocked's batch, finished or `parked` (its slot joins the lot):
+  /// completion, the run and the budget released — a parked batch's held objects are their
+  /// holders' now —, waiters woken, on_batch.
+  void end_batch(const batch_range& range, bool lost, queue_slot* parked, const async_batch_report& report) {
     const auto end = clock::now();
     bool more = false;
     {
       std::scoped_lock lock(m_);
+      if (parked != nullptr) lot_.join(*parked);
       last_ended_stats_ = report.batch;
-      if (const std::uint64_t t = completion_.batch_ended(park.after, park.through, park.parked, lost)) completed_to(t);
+      if (const std::uint64_t t = completion_.batch_ended(range.through, lost)) completed_to(t);
       last_batch_end_ = end;
       count_batch(report);
-      if (!park.parked) {
-        charged_bytes_ -= park.bytes;
-        running_ = false;
-        // Released: the callers waiting for this batch (its leader too, when a caller leads it).
-        const std::size_t released = std::exchange(callers_in_[batches_started_ & 1], 0);
-        note_batch_released(park.id, released);
-        released_inside_ += released;
-      }
+      budget_.release(range.bytes);
+      running_ = false;
+      // Released: the callers waiting for this batch (its leader too, when a caller leads it).
+      note_batch_released(range.id, 0);
       more = pending() > 0;
     }
     done_cv_.notify_all();
-    if (more) work_cv_.notify_all();  // requests that came meanwhile: the background thread's timer
+    if (more || parked != nullptr) work_cv_.notify_all();  // the timer; the lot's runner
     if (options_.on_batch) {
       try {
         options_.on_batch(report);
@@ -1291,51 +1378,86 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     }
   }
 
-  /// The drain of `p`'s batch is about to sleep on objects still held (drain_options::
-  /// before_sleep): the batch parks — it releases the run, so the batches behind it proceed,
-  /// and its bytes leave the budget (they are its holders' now); its drain goes on on this
-  /// thread and destroys them at the last put. In background mode a spare runner starts if no
-  /// runner is idle. Once per batch.
-  void park_batch(park_state& p) noexcept {
-    if (p.parked) return;
-    {
-      std::scoped_lock lock(m_);
-      try {
-        completion_.batch_parked(p.after, p.through);
-      } catch (...) {  // out of memory: the batch keeps the run, as before issue 35
-        return;
-      }
-      p.parked = true;
-      running_ = false;
-      charged_bytes_ -= p.bytes;
-      released_inside_ += std::exchange(callers_in_[batches_started_ & 1], 0);
-      if (options_.mode == reclaim_mode::background_thread && idle_runners_ == 0 && !stop_) {
-        try {
-          spares_.emplace_back([this] { reclaimer_loop(); });
-        } catch (...) {  // no thread: the background thread runs the next batch once this one ends
-        }
-      }
+  /// Requires: `s`'s batch parked, not yet in the lot (nobody else walks its lanes). Records in s.held the tickets whose objects
+  /// it still holds (request i of `g` is ticket after + 1 + i), sorted. An object the batch
+  /// queued itself (a dependent) holds its parent, which is held too. Out of memory: diagnosed,
+  /// and those tickets complete with the batch, before their objects are destroyed.
+  static void note_parked_tickets(queue_slot& s, const generation& g, std::uint64_t after) noexcept {
+    s.held.clear();
+    try {
+      std::vector<const detail::registrable_base*> parked;
+      s.engine->each_parked([&](detail::registrable_base& r) { parked.push_back(&r); });
+      std::sort(parked.begin(), parked.end());
+      for (std::size_t i = 0; i < g.objects.size(); ++i)
+        if (std::binary_search(parked.begin(), parked.end(), g.objects[i])) s.held.push_back(after + 1 + i);
+    } catch (...) {
+      s.held.clear();
+      detail::diagnose_noexcept(misuse_kind::queued_in_other_queue,
+                                "async_unregister: out of memory recording the tickets of a parked batch: they "
+                                "complete before their held objects are destroyed");
     }
-    done_cv_.notify_all();
-    work_cv_.notify_all();
   }
 
-  /// Counts end − t for every t of `starts` in the latency histogram. `starts` never decreases
-  /// (each is stamped under the writer lock, in submit order), so the latencies never increase
-  /// and each bucket's requests are one run, found by a binary search: O(buckets × log n) per
-  /// batch instead of a histogram update per request (callgrind, issue 24: that loop was ~20
-  /// instructions per object on the reclaimer, for a batch whose requests all end together).
-  void record_latencies(clock::time_point end, const std::vector<clock::time_point>& starts) {
-    std::scoped_lock lock(histogram_mutex_);
-    for (auto it = starts.begin(); it != starts.end();) {
-      const auto ns = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(end - *it).count());
-      // The run: every later start no later than end − floor, whose latency is ≥ floor (and ≤ ns).
-      const auto floor = std::chrono::nanoseconds(static_cast<std::int64_t>(detail::latency_histogram::bucket_floor(ns)));
-      const auto run_end = std::upper_bound(it + 1, starts.end(), end - floor);
-      latency_.add(ns, static_cast<std::uint64_t>(run_end - it));
-      it = run_end;
-    }
+  // --- the lot: parked batches, run by one thread (Parking in the file comment) ---
+
+  /// Requires: m_. Ticket t is done: its batch ended, no take-over holds it back, and its object
+  /// is not parked.
+  bool ticket_done(std::uint64_t t) const noexcept { return completion_.completed() >= t && !lot_.holds(t); }
+  /// Requires: m_. Every ticket up to t is done (drain).
+  bool done_through(std::uint64_t t) const noexcept {
+    return completion_.completed() >= t && !lot_.holds_any_through(t);
   }
+  /// Requires: m_. Tickets up to completion_.completed() whose objects are parked.
+  std::uint64_t parked_tickets() const noexcept { return lot_.count_through(completion_.completed()); }
+
+  /// The one thread that runs the lot: the background thread, or in manual mode the callers
+  /// that run batches (wait, unregister, drain, run_now, run_if_due, the destructor).
+  bool polls_lot_here() const noexcept {
+    return options_.mode == reclaim_mode::manual || detail::t_reclaimer_thread_of == this;
+  }
+  /// A parked batch's last put (ref_drain::park): any thread.
+  static void lot_told(void* self) noexcept {
+    auto* me = static_cast<async_unregister*>(self);
+    {
+      std::scoped_lock lock(me->m_);
+      me->lot_.tell();
+    }
+    me->work_cv_.notify_all();  // the background thread
+    me->done_cv_.notify_all();  // manual mode: the waiters
+  }
+
+  /// Requires: `state` holds m_; polls_lot_here(); lot_.due. Polls every parked batch once (m_
+  /// released meanwhile; the slots stay in the lot, so their tickets stay held): each destroys
+  /// what its holders let go; one that holds nothing more is finished under the writer lock and
+  /// leaves the lot, and its tickets are done. Holds m_ again on return.
+  void poll_lot(std::unique_lock<std::mutex>& state) {
+    bool finished_any = false;
+    for (auto it = lot_.begin_poll(); it != lot_.end();) {
+      queue_slot& s = *it;
+      state.unlock();
+      std::size_t left = 0;
+      {
+        const running_batch_mark mark(this);  // destroy may submit
+        left = s.engine->poll_parked();
+      }
+      if (left != 0) {
+        state.lock();
+        ++it;
+        continue;
+      }
+      std::unique_lock writer(registry_.writer_lock());  // offline while waiting under qsbr
+      s.engine->finish_parked();
+      state.lock();
+      it = lot_.leave(it);
+      s.held.clear();
+      s.busy = false;  // under the writer lock too (free_slot)
+      finished_any = true;
+      writer.unlock();
+    }
+    lot_.end_poll();
+    if (finished_any) done_cv_.notify_all();
+  }
+
 
   /// Requires: the writer lock. The objects a slot holds: one per request unless another batch
   /// took some over (a cascade, an owned parent's batch) before this batch ran — legal
@@ -1387,23 +1509,22 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     async_unregister* self;
   };
 
+  /// Requires: the writer lock. Builds s's engine (it lives in the slot: a parked batch stays
+  /// there) and runs the batch; its stats in `out`. False: it parked (the lock left released).
   template <std::size_t... K>
-  batch_stats run_lanes(pending_queues& q, const std::optional<gp_cookie>& unlisted_before, park_state& park,
-                        std::index_sequence<K...>) {
-    auto lanes = std::make_tuple(
-        detail::submitted_lane<policy_at<K>, object_at<K>>(registry_.template policy<policy_at<K>>())...);
+  bool run_slot(queue_slot& s, const std::optional<gp_cookie>& unlisted_before, batch_stats& out,
+                std::index_sequence<K...>) {
     const auto lock = detail::writer_lock_ref::make<thread_flavors>(
         registry_.writer_lock(),
         detail::lock_release_for(options_.unlock_during_waits, options_.hold_lock_through_drain));
-    auto specs = std::make_tuple(lane(std::get<K>(q), std::get<K>(lanes))...);
     detail::batch_context ctx(lock);
     ctx.unlisted_before = unlisted_before;
-    rollback_options rollback = options_.rollback;  // its drain parks the batch before it sleeps
-    rollback.drain.before_sleep = [this, &park] {
-      if (options_.rollback.drain.before_sleep) options_.rollback.drain.before_sleep();
-      park_batch(park);
-    };
-    return detail::run_specs(registry_.domain(), rollback, ctx, std::get<K>(specs)...);
+    auto refs = std::make_tuple(submitted_ref<K>{std::get<K>(s.queues), std::get<K>(s.lanes)}...);
+    std::apply([&](auto&... r) { s.engine.emplace(registry_.domain(), options_.rollback, ctx, r...); }, refs);
+    bool finished = true;
+    if (s.engine->run_through_grace_periods()) finished = s.engine->run_after_grace_periods_or_park(&lot_told, this);
+    out = s.engine->stats();
+    return finished;
   }
 
   // --- attached to the registry (combine_registry_unregister): its unregister calls come here ---
@@ -1556,7 +1677,10 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
 
   /// A slot whose queues tell this reclaimer when a batch takes one of their objects over.
   std::unique_ptr<queue_slot> make_slot() {
-    auto s = std::make_unique<queue_slot>();
+    auto s = [this]<std::size_t... K>(std::index_sequence<K...>) {
+      return std::make_unique<queue_slot>(lane_policies(detail::submitted_lane<policy_at<K>, object_at<K>>(
+          registry_.template policy<policy_at<K>>())...));
+    }(std::index_sequence_for<Policies...>{});
     std::apply([this](auto&... q) { (detail::queue_access::set_takeover(detail::queue_access::base(q), this), ...); },
                s->queues);
     return s;
@@ -1578,31 +1702,28 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
   std::uint64_t taken_ = 0;          // last ticket taken by a batch
   detail::ticket_completion completion_;  // which tickets are done (reclaim_protocol.hpp)
   batch_stats last_ended_stats_{};        // the last batch that ended: for the combined callers
-  std::size_t idle_runners_ = 0;          // runners waiting in reclaimer_loop (park_batch's spare check)
-  std::vector<std::thread> spares_;       // runners started when a batch parked (joined last)
   std::uint64_t flush_through_ = 0;  // drain: batches are due until taken_ reaches it
   std::uint64_t hook_submits_ = 0;   // submits made from this reclaimer's own hooks
-  detail::mutex_written_count charged_bytes_;  // bytes of requests not yet completed (and reservations)
+  detail::reclaim_budget budget_{options_.budget_bytes};  // bytes submitted, not destroyed or parked
   std::size_t high_water_count_ = 0;
-  std::size_t high_water_bytes_ = 0;
   std::size_t blocked_now_ = 0;
-  std::size_t direct_in_flight_ = 0;    // run_direct's request (0 or 1: it holds the run)
+  std::size_t direct_in_flight_ = 0;    // run_direct requests not yet destroyed (one holds the run; others gave it up on a holder)
   std::uint64_t direct_completed_ = 0;  // requests run_direct completed (they take no ticket)
-  std::uint64_t batches_started_ = 0;   // batches that took requests (run_direct's included)
-  std::size_t asleep_for_[3] = {0, 0, 0};  // callers asleep in wait_until_completed, by their batch's
-                                           // parity; [2]: their batch ended or parked, not complete
+  // The waiting path: running_, taken_ and completion_ (with the lot) decide whether a waiter is
+  // done or leads; waiters_ says who waits and who of them a batch end released; these two say
+  // who left since and has not called again (thread-local marks: a caller that returned has no
+  // entry any more).
+  boost::intrusive::list<wait_entry> waiters_;  // every caller in wait_until_completed, on its stack
   std::uint64_t last_released_batch_ = 0;  // the last batch that ended (note_batch_released)
   std::size_t callers_away_ = 0;           // callers it released (or earlier ones) not called again since
-  std::size_t callers_in_[2] = {0, 0};     // callers in wait_until_completed, by their batch's parity
-  std::size_t released_inside_ = 0;        // callers in wait_until_completed whose batch ended
   clock::time_point oldest_{};
   clock::time_point last_batch_end_{};
   bool running_ = false;
   bool stop_ = false;
+  detail::reclaim_lot<queue_slot> lot_;  // parked batches (reclaim_lot.hpp), polled by one thread
   async_stats totals_{};
 
-  mutable std::mutex histogram_mutex_;
-  detail::latency_histogram latency_;
+  detail::latency_recorder latency_;  // request→destroy latencies (its own mutex)
 
   // Combined registry calls (combine_registry_unregister): under m_, the callers waiting for
   // their batch's stats; the operations the registry calls, attached_ when it accepted them.

@@ -129,8 +129,6 @@ class ref_drain final : public drain_listener {
   /// Blocking: until the last holder lets go. Offline while waiting under a qsbr Flavor.
   template <class Flavor>
   void wait(grace_domain<Flavor>& domain) noexcept {
-    auto next_rebroadcast = start_ + opts_.rebroadcast_interval;
-    auto next_report = start_ + opts_.stall_report_interval;
     const bool rebroadcasts = any_lane_rebroadcasts();
     while (held > 0) {
       if (flush_and_recheck(domain) == 0) break;
@@ -140,7 +138,7 @@ class ref_drain final : public drain_listener {
         // wait is offline: hooks (rebroadcast, destroy) run online as usual.
         offline_while_blocked<Flavor> offline;
         std::unique_lock lock(mutex_);
-        const auto deadline = rebroadcasts ? std::min(next_rebroadcast, next_report) : next_report;
+        const auto deadline = rebroadcasts ? next_timer() : next_report_;
         cv_.wait_until(lock, deadline, [&] { return told_; });
         told_ = false;
       }
@@ -152,25 +150,52 @@ class ref_drain final : public drain_listener {
       if (freed > 0) note_wait(now);
       held -= freed;
       if (held == 0) break;
-      if (rebroadcasts && now >= next_rebroadcast) {
-        writer_lock_.relock();  // the kernel re-sends NETDEV_UNREGISTER under RTNL
-        for_each_held([&](lane_base& l, registrable_base& r) {
-          l.rebroadcast(r);
-          ++stats_.rebroadcasts;
-        });
-        writer_lock_.unlock();
-        next_rebroadcast = clock::now() + opts_.rebroadcast_interval;
-      }
-      if (clock::now() >= next_report) {  // re-read: the rebroadcast may have waited for the lock
-        for_each_held([&](lane_base& l, registrable_base& r) { l.report_stall(r, stats_.stall_reports); });
-        next_report = clock::now() + opts_.stall_report_interval;
-      }
+      run_timers(now, rebroadcasts);
     }
-    // A put that told us may still be inside released() (its lock, notify, unlock): wait until
-    // every one has left before this drain, its mutex and its condition variable go away. Each is
-    // counted from before its mark (which this drain saw, with acquire, before it could get here)
-    // to its last touch of the drain, so none can be missed — whatever the order of the mark and
-    // the lock inside released(). Short: a putter holds the lock for one notify.
+    quiesce();
+  }
+
+  /// Parked (a drain that will not sleep here: async_unregister's hand-back, reclaim_protocol.hpp):
+  /// from now on every last put() also calls `wake(arg)`, after its mark, so the one thread that
+  /// polls parked drains knows to call poll(). Set before the rescan that decides to park: a put
+  /// before it is seen by that rescan, one after it calls wake (both under mutex_).
+  void park(void (*wake)(void*) noexcept, void* arg) noexcept {
+    std::lock_guard lock(mutex_);
+    wake_ = wake;
+    wake_arg_ = arg;
+  }
+
+  /// A parked drain's step, on whichever single thread polls it: destroys what its last holders
+  /// let go, and when a timer is due asks holders to let go (rebroadcast), names the objects still
+  /// held (the stall line) and flushes (guarantee 5: before_sleep, the barrier, a rescan). Never
+  /// sleeps. Returns the objects still held; at 0 the drain is over (quiesced: it may go away).
+  template <class Flavor>
+  std::size_t poll(grace_domain<Flavor>& domain) noexcept {
+    {
+      std::lock_guard lock(mutex_);
+      told_ = false;
+    }
+    held -= release_told();
+    const auto now = clock::now();
+    if (held > 0 && now >= next_timer()) {
+      run_timers(now, any_lane_rebroadcasts());
+      flush_and_recheck(domain);
+    }
+    if (held == 0) quiesce();
+    return held;
+  }
+
+  /// When a parked drain's poll() has timer work (rebroadcast, stall report) next.
+  clock::time_point next_timer() const noexcept {
+    return any_lane_rebroadcasts() ? std::min(next_rebroadcast_, next_report_) : next_report_;
+  }
+
+  /// A put that told us may still be inside released() (its lock, notify, unlock): waits until
+  /// every one has left before this drain, its mutex and its condition variable go away. Each is
+  /// counted from before its mark (which this drain saw, with acquire, before it could get here)
+  /// to its last touch of the drain, so none can be missed — whatever the order of the mark and
+  /// the lock inside released(). Short: a putter holds the lock for one notify.
+  void quiesce() noexcept {
     while (in_released_.load(std::memory_order_acquire) != 0) {
 #ifdef RCUBATCH_REF_DRAIN_TEST_PROBE
       RCUBATCH_REF_DRAIN_TEST_PROBE("drain waits for putters");  // test seam: see released()
@@ -183,12 +208,17 @@ class ref_drain final : public drain_listener {
   /// wakes wait(). Any thread. After mark_told the object may be destroyed at once: not touched.
   void released(registrable_base& r) noexcept override {
     in_released_.fetch_add(1, std::memory_order_relaxed);  // before the mark's release: wait() sees it
+    void (*wake)(void*) noexcept = nullptr;
+    void* wake_arg = nullptr;
     {
       std::lock_guard lock(mutex_);
       registrable_access::mark_told(r);  // under the lock, with told_: no lost wake-up
       told_ = true;
+      wake = wake_;  // parked (park()): under the lock too, so no put is missed by both
+      wake_arg = wake_arg_;
       cv_.notify_one();
     }
+    if (wake != nullptr) wake(wake_arg);  // before the count below: the drain is still there
 #ifdef RCUBATCH_REF_DRAIN_TEST_PROBE
     // Test seam (tests/ref_drain_test.cpp): a putter told the drain and left its lock, and is
     // still inside released(): the drain must not return (its mutex and condition variable live
@@ -246,6 +276,24 @@ class ref_drain final : public drain_listener {
     return false;
   }
 
+  /// The drain's two timers, for the objects still held: the policy's rebroadcast under the
+  /// writer lock (the kernel re-sends NETDEV_UNREGISTER under RTNL), then the stall lines.
+  void run_timers(clock::time_point now, bool rebroadcasts) noexcept {
+    if (rebroadcasts && now >= next_rebroadcast_) {
+      writer_lock_.relock();
+      for_each_held([&](lane_base& l, registrable_base& r) {
+        l.rebroadcast(r);
+        ++stats_.rebroadcasts;
+      });
+      writer_lock_.unlock();
+      next_rebroadcast_ = clock::now() + opts_.rebroadcast_interval;
+    }
+    if (clock::now() >= next_report_) {  // re-read: the rebroadcast may have waited for the lock
+      for_each_held([&](lane_base& l, registrable_base& r) { l.report_stall(r, stats_.stall_reports); });
+      next_report_ = clock::now() + opts_.stall_report_interval;
+    }
+  }
+
   /// Records how long the drain has waited so far (batch_stats::longest_drain_wait).
   void note_wait(clock::time_point now = clock::now()) noexcept {
     if (now - start_ > stats_.longest_drain_wait)
@@ -274,6 +322,10 @@ class ref_drain final : public drain_listener {
   std::mutex mutex_;
   std::condition_variable cv_;
   bool told_ = false;  // a last put() told us since the last wake-up; guarded by mutex_
+  void (*wake_)(void*) noexcept = nullptr;  // parked: what a last put() calls (park()); mutex_
+  void* wake_arg_ = nullptr;
+  clock::time_point next_rebroadcast_ = start_ + opts_.rebroadcast_interval;
+  clock::time_point next_report_ = start_ + opts_.stall_report_interval;
   std::atomic<unsigned> in_released_{0};  // puts inside released(): wait() returns only at 0
 };
 

@@ -729,6 +729,61 @@ class rollback_engine {
   /// The batch's statistics so far (at the hand-off: everything but the drain's).
   const batch_stats& stats() const noexcept { return stats_; }
 
+  /// async_unregister's hand-back (reclaim_protocol.hpp): the rest, as run_after_grace_periods,
+  /// except that when the drain still finds objects held after its first pass and one flush, and
+  /// the lock is released for the drain, it returns false at once: the batch is parked (its drain
+  /// stays in this engine, whose lock is left released), every last put calls `wake(arg)`, and
+  /// poll_parked() goes on — from one thread at a time, any thread. True: finished (stats()).
+  bool run_after_grace_periods_or_park(void (*wake)(void*) noexcept, void* arg) {
+    lock_.unlock();
+    dispose_retirees();
+    bool parked = false;
+    timed(stats_, phase::ref_drain, [&] {
+      parked_.emplace(pointers_.data(), kLanes, opts_.drain, stats_, lock_);
+      each_reversed([&](auto& l) { l.drain_scan(*parked_, lock_.released_during_waits()); });
+      if (parked_->held > 0 && lock_.released_during_waits()) {
+        parked_->park(wake, arg);
+        parked = parked_->flush_and_recheck(domain_) > 0;
+      }
+      if (!parked) parked_->wait(domain_);  // nothing held (at once), or the lock held through the drain
+    });
+    if (parked) return false;
+    parked_.reset();
+    dispose_late_retirees();
+    lock_.relock();
+    each([](auto& l) { l.finish(); });
+    finish(start_);
+    return true;
+  }
+
+  /// A parked batch (run_after_grace_periods_or_park returned false): destroys what its holders
+  /// let go and runs the drain's timers; never sleeps. Returns the objects still held: at 0 the
+  /// drain is gone and the late retirees disposed — call finish_parked. Requires: one caller at
+  /// a time; the writer lock not held by the caller.
+  std::size_t poll_parked() noexcept {
+    const std::size_t held = parked_->poll(domain_);
+    if (held == 0) {
+      parked_.reset();
+      dispose_late_retirees();
+    }
+    return held;
+  }
+  /// Calls f(registrable_base&) for every object a parked batch still holds (its lanes' lists).
+  template <class F>
+  void each_parked(F&& f) {
+    for (lane_base* l : pointers_)
+      for (registrable_base& r : l->objects()) f(r);
+  }
+  /// When poll_parked has timer work next (rebroadcast, stall report, flush).
+  clock::time_point parked_deadline() const noexcept { return parked_->next_timer(); }
+
+  /// The end of a parked batch whose poll_parked returned 0. Requires: the caller holds the
+  /// writer lock (the lanes give their queues back under it). Returns its statistics.
+  batch_stats finish_parked() noexcept {
+    each([](auto& l) { l.finish(); });
+    return finish(start_);
+  }
+
  private:
   /// Misuse: a grace period inside a read-side section deadlocks or drops the reader's protection.
   /// Under misuse_policy::report nothing has changed: stats.refused.
@@ -897,6 +952,7 @@ class rollback_engine {
   batch batch_;
   batch_stats& stats_;  // the batch's own (hooks read it through batch::stats())
   lane_set<Lanes...> lanes_;
+  std::optional<ref_drain> parked_;  // run_after_grace_periods_or_park's drain, kept while parked
 };
 
 /// The engine of a batch with these lanes (lane_ref<T, P>...): one typed_lane per lane.
