@@ -186,6 +186,33 @@ TEST_F(combining, a_leader_takes_at_most_max_batch_calls_and_the_rest_get_the_ne
   reg.detach_combining_listener(heard);
 }
 
+TEST_F(combining, after_a_shared_batch_a_lone_caller_leads_until_the_callers_it_released_are_counted_back) {
+  // A shared batch of two releases two callers: until two calls have arrived again (here from
+  // this thread: they never come back), a lone caller leads a batch instead of going alone —
+  // one yield each, so that released closed-loop callers can join; then alone again.
+  watchdog dog(30s, "lone callers after a shared batch");
+  registry_t reg(combining_on());
+  recording_listener heard;
+  ASSERT_TRUE(reg.attach_combining_listener(heard));
+  std::vector<item*> all;
+  for (int i = 0; i < 5; ++i) all.push_back(add_item(reg, i));
+  std::vector<std::thread> callers;
+  {
+    std::unique_lock held(reg.writer_lock());
+    for (int i = 0; i < 2; ++i) callers.push_back(registered_thread([&reg, it = all[i]] { reg.unregister(*it); }));
+    until_queued(reg, 2);
+  }
+  for (auto& t : callers) t.join();
+  for (int i = 2; i < 5; ++i) EXPECT_EQ(reg.unregister(*all[i]).objects, 1u);
+  const auto reports = heard.taken();
+  ASSERT_EQ(reports.size(), 4u);
+  EXPECT_EQ(reports[0].calls, 2u);
+  EXPECT_FALSE(reports[1].alone) << "a released caller was still away: it led";
+  EXPECT_FALSE(reports[2].alone) << "one still away";
+  EXPECT_TRUE(reports[3].alone) << "both counted back: alone again";
+  reg.detach_combining_listener(heard);
+}
+
 TEST_F(combining, a_listener_detached_while_a_call_is_in_its_batch_is_told_nothing_more_and_the_call_completes) {
   // The call leads a batch (it queued while the test held the lock) whose destroy hook the test
   // holds; the detach returns meanwhile (it waits for no call: a wait would hang into the

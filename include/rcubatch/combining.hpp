@@ -14,8 +14,10 @@
 // Who runs what (the registry's side is registry.hpp, "Combining"):
 // - Alone. A caller that finds no leader waiting and takes the writer lock with try_lock runs
 //   the batch of its own call at once, as if combining were off (flat combining's try-lock fast
-//   path): a lone writer pays one relaxed load more than a plain unregister, and a caller that
-//   would do better alone goes alone.
+//   path): a lone writer pays two relaxed loads more than a plain unregister, and a caller that
+//   would do better alone goes alone. Not while callers the last shared batch released are still
+//   away (combining_options::gather_released): they are runnable and, in a closed loop, about to
+//   call again, so this caller leads a batch they can join.
 // - Leader. Otherwise it queues its call; if no leader is waiting, it becomes the leader: it
 //   blocks for the writer lock (offline under qsbr), then takes the calls queued by then — its
 //   own first, at most combining_options::max_batch — and runs them as one batch of the registry
@@ -23,8 +25,10 @@
 //   get a new leader at once, so they wait for the lock and not for this batch. The leader gives
 //   up the role as soon as it has taken its calls: the next leader waits for the lock while this
 //   batch's drain and destroys run (the lock is released for them), so batches pipeline as
-//   writers do on the plain lock. No timer, no gathering: a batch takes what arrived while the
-//   lock was busy, like liburcu's synchronize_rcu serving its queued waiters.
+//   writers do on the plain lock. No timer: a batch takes what arrived while the lock was busy,
+//   like liburcu's synchronize_rcu serving its queued waiters — and, with gather_released, the
+//   leader yields its CPU once first if callers the last shared batch released have not called
+//   again yet (on a shared CPU they run only when it lets them; one yield, never a wait).
 // - Follower. A queued caller that is not the leader blocks (a condition variable on its own
 //   stack, offline under qsbr) until a leader has run its call (done), or makes it the next
 //   leader, or hands its call back to run alone (a shared batch that threw: below).
@@ -66,6 +70,12 @@ struct combining_options {
   /// The most calls one batch takes (≥ 1; 0 is read as 1): a leader leaves the rest to the next
   /// leader, so that one batch's hooks on the leader's thread stay short on a loaded machine.
   std::size_t max_batch = 64;
+  /// Wait for callers the last shared batch released: while some of them have not called again,
+  /// a caller does not go alone, and a leader holding the writer lock yields its CPU once before
+  /// it takes the queue — a closed-loop caller calls again at once, and on a shared CPU a woken
+  /// thread runs only when its waker lets it. One yield per batch, never a wait: a caller that
+  /// never comes back costs one yield. Off: a batch takes only what queued while the lock was busy.
+  bool gather_released = true;
 };
 
 /// What a gate tells its listener after a batch that ran gate calls.
@@ -151,9 +161,16 @@ class combining_gate {
   /// Whether calls go through the gate: the option, or a listener attached. One relaxed load.
   bool enabled() const noexcept { return enabled_.load(std::memory_order_relaxed) != 0; }
 
-  /// Whether a caller may go alone now: no leader waiting and nothing queued (a hint: the
-  /// caller's try_lock of the writer lock decides). One relaxed load.
-  bool idle() const noexcept { return !leader_waiting_.load(std::memory_order_relaxed); }
+  /// Whether a caller may go alone now: no leader waiting and nothing queued, and (gather_released)
+  /// no caller the last shared batch released still away (a hint: the caller's try_lock of the
+  /// writer lock decides). Two relaxed loads.
+  bool idle() const noexcept {
+    return !leader_waiting_.load(std::memory_order_relaxed) && away_.load(std::memory_order_relaxed) == 0;
+  }
+
+  /// Whether a leader holding the writer lock should let the callers the last shared batch
+  /// released call again before it takes the queue (gather_released; see there). A hint.
+  bool released_still_away() const noexcept { return away_.load(std::memory_order_relaxed) != 0; }
 
   /// Calls queued or led and not yet taken by a batch (the leader's included). For tests and
   /// observability: a snapshot.
@@ -170,6 +187,7 @@ class combining_gate {
     call& me = c;
     std::unique_lock lock(m_);
     queue_.push_back(c);
+    if (const std::size_t a = away_.load(std::memory_order_relaxed); a != 0) away_.store(a - 1, std::memory_order_relaxed);
     if (!leader_waiting_.load(std::memory_order_relaxed)) {
       leader_waiting_.store(true, std::memory_order_relaxed);
       me.turn_ = turn::lead;
@@ -214,6 +232,8 @@ class combining_gate {
   void finish(batch_list& b, const batch_stats* ran, std::size_t requests, OutcomeOf&& outcome_of) noexcept {
     std::scoped_lock lock(m_);
     if (ran != nullptr && listener_ != nullptr) report(b, *ran, requests, false);
+    // Released callers, the leader included: in a closed loop each calls again soon.
+    if (options_.gather_released && ran != nullptr && b.size() > 1) away_.store(b.size(), std::memory_order_relaxed);
     while (!b.empty()) {
       Call& c = b.front();
       b.pop_front();
@@ -272,6 +292,7 @@ class combining_gate {
   mutable std::mutex m_;
   boost::intrusive::list<Call> queue_;            // under m_: calls not taken yet, in arrival order
   std::atomic<bool> leader_waiting_{false};       // written under m_: a caller leads or will (queue_ non-empty)
+  std::atomic<std::size_t> away_{0};              // written under m_: callers the last shared batch released, not back yet
   std::atomic<unsigned> enabled_{0};              // the option (1) + an attached listener (1)
   combining_listener* listener_ = nullptr;        // under m_
 };

@@ -1494,6 +1494,9 @@ class basic_registry {
     std::size_t requests = 0;
     {
       std::unique_lock lock(mutex_);
+      // combining.gather_released: the callers the last shared batch released are runnable and
+      // about to call again; one yield lets them queue for this batch (never a wait).
+      if (gate_.released_still_away()) std::this_thread::yield();
       gate_.take(b);
       try {
         requests = run_calls(b, st);
