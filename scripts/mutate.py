@@ -477,7 +477,7 @@ MUTANTS += [  # issue 37: registry semantics, round 2 (each killed by hand on 20
     ("combining_goes_alone_while_released_callers_are_away", CB,
      "    return !leader_waiting_.load(std::memory_order_relaxed) && away_.load(std::memory_order_relaxed) == 0;",
      "    return !leader_waiting_.load(std::memory_order_relaxed);",
-     cb("after_a_shared_batch_a_lone_caller_leads_until_the_callers_it_released_are_counted_back")),
+     cb("with_gather_released_after_a_shared_batch_a_lone_caller_leads_until_the_callers_it_released_are_back")),
     ("combining_thrown_batch_not_handed_back", RG,
      "? combining_turn::alone", "? combining_turn::done",
      cb("a_shared_batch_whose_validate_throws_hands_each_call_back_to_run_alone")),

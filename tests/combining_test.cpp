@@ -49,10 +49,11 @@ struct items : indexed<item, by_id> {
 };
 using registry_t = basic_registry<CF, std::mutex, items>;
 
-registry_options combining_on(std::size_t max_batch = 64) {
+registry_options combining_on(std::size_t max_batch = 64, bool gather_released = false) {
   registry_options o;
   o.combining.enabled = true;
   o.combining.max_batch = max_batch;
+  o.combining.gather_released = gather_released;
   return o;
 }
 
@@ -186,12 +187,12 @@ TEST_F(combining, a_leader_takes_at_most_max_batch_calls_and_the_rest_get_the_ne
   reg.detach_combining_listener(heard);
 }
 
-TEST_F(combining, after_a_shared_batch_a_lone_caller_leads_until_the_callers_it_released_are_counted_back) {
+TEST_F(combining, with_gather_released_after_a_shared_batch_a_lone_caller_leads_until_the_callers_it_released_are_back) {
   // A shared batch of two releases two callers: until two calls have arrived again (here from
   // this thread: they never come back), a lone caller leads a batch instead of going alone —
   // one yield each, so that released closed-loop callers can join; then alone again.
   watchdog dog(30s, "lone callers after a shared batch");
-  registry_t reg(combining_on());
+  registry_t reg(combining_on(64, true));
   recording_listener heard;
   ASSERT_TRUE(reg.attach_combining_listener(heard));
   std::vector<item*> all;

@@ -74,8 +74,14 @@ struct combining_options {
   /// a caller does not go alone, and a leader holding the writer lock yields its CPU once before
   /// it takes the queue — a closed-loop caller calls again at once, and on a shared CPU a woken
   /// thread runs only when its waker lets it. One yield per batch, never a wait: a caller that
-  /// never comes back costs one yield. Off: a batch takes only what queued while the lock was busy.
-  bool gather_released = true;
+  /// never comes back costs one yield. Off (the default): a batch takes only what queued while the
+  /// lock was busy. Measured (bench/run_many_writers.sh --issue35, 2026-12-05, load 9–11, writers
+  /// pinned to one of 2 CPUs): on, sync_combined ÷ serialized went 1.19–1.64× at W = 2–8 with one
+  /// busy reader, but 0.19–0.20× at W = 4, 8 with a second busy reader on the writers' CPU (the
+  /// yield hands it a whole time slice per batch); off, a batch took 1.00–1.01 objects there: a
+  /// caller goes alone unless another is already waiting. Turn it on only where writers have CPUs
+  /// of their own.
+  bool gather_released = false;
 };
 
 /// What a gate tells its listener after a batch that ran gate calls.
