@@ -473,7 +473,7 @@ MUTANTS += [  # issue 37: registry semantics, round 2 (each killed by hand on 20
      cb("a_listener_detached_while_a_call_is_in_its_batch_is_told_nothing_more_and_the_call_completes")),
     ("combining_follower_sleeps_online", CB,  # fails by the test's 30 s watchdog: run with --timeout 45
      "      detail::offline_while_blocked<Flavors> offline;\n", "",
-     ("combining_test", r"^combining\.combining_qsbr\.a_follower_asleep_in_the_gate_does_not_hold_up_its_leaders_grace_period$")),
+     cb("under_qsbr_a_follower_asleep_in_the_gate_does_not_hold_up_its_leaders_grace_period")),
     ("combining_goes_alone_while_released_callers_are_away", CB,
      "    return !leader_waiting_.load(std::memory_order_relaxed) && away_.load(std::memory_order_relaxed) == 0;",
      "    return !leader_waiting_.load(std::memory_order_relaxed);",

@@ -84,6 +84,20 @@ void until_queued(registry_t& reg, std::size_t n) {
   while (reg.combining_waiting() < n) std::this_thread::yield();
 }
 
+/// Holds reg's writer lock while each call starts on a registered thread and queues in the gate,
+/// one after the other (the first leads), then releases it and joins them.
+void queued_while_the_lock_is_held(registry_t& reg, std::vector<std::function<void()>> calls) {
+  std::vector<std::thread> threads;
+  {
+    std::unique_lock held(reg.writer_lock());
+    for (auto& call : calls) {
+      threads.push_back(registered_thread(std::move(call)));
+      until_queued(reg, threads.size());
+    }
+  }
+  for (auto& t : threads) t.join();
+}
+
 struct combining : counting_test<combining_test_tag> {
   combining() {
     for (auto& d : g_destroyed) d = 0;
@@ -125,17 +139,10 @@ TEST_F(combining, callers_queued_while_the_lock_is_held_share_one_batch_each_wit
 
   batch_stats st_a, st_d;
   unregister_result r_b, r_c;
-  std::vector<std::thread> callers;
-  {
-    std::unique_lock held(reg.writer_lock());
-    callers.push_back(registered_thread([&] { st_a = reg.unregister(*a); }));
-    until_queued(reg, 1);
-    callers.push_back(registered_thread([&] { r_b = reg.try_unregister<by_id>(99); }));  // no such key
-    callers.push_back(registered_thread([&] { r_c = reg.try_unregister(*c); }));
-    callers.push_back(registered_thread([&] { st_d = reg.unregister(never_added); }));  // misuse: refused
-    until_queued(reg, 4);
-  }
-  for (auto& t : callers) t.join();
+  queued_while_the_lock_is_held(reg, {[&] { st_a = reg.unregister(*a); },
+                                      [&] { r_b = reg.try_unregister<by_id>(99); },  // no such key
+                                      [&] { r_c = reg.try_unregister(*c); },
+                                      [&] { st_d = reg.unregister(never_added); }});  // misuse: refused
 
   EXPECT_EQ(CF::synchronizes(), 1u) << "one grace period for the four calls";
   const auto reports = heard.taken();
@@ -171,13 +178,9 @@ TEST_F(combining, a_leader_takes_at_most_max_batch_calls_and_the_rest_get_the_ne
   ASSERT_TRUE(reg.attach_combining_listener(heard));
   std::vector<item*> all;
   for (int i = 0; i < 4; ++i) all.push_back(add_item(reg, i));
-  std::vector<std::thread> callers;
-  {
-    std::unique_lock held(reg.writer_lock());
-    for (item* it : all) callers.push_back(registered_thread([&reg, it] { EXPECT_EQ(reg.unregister(*it).objects, 1u); }));
-    until_queued(reg, 4);
-  }
-  for (auto& t : callers) t.join();
+  std::vector<std::function<void()>> calls;
+  for (item* it : all) calls.emplace_back([&reg, it] { EXPECT_EQ(reg.unregister(*it).objects, 1u); });
+  queued_while_the_lock_is_held(reg, std::move(calls));
   const auto reports = heard.taken();
   ASSERT_EQ(reports.size(), 2u) << "two batches of two";
   EXPECT_EQ(reports[0].calls, 2u);
@@ -197,13 +200,7 @@ TEST_F(combining, with_gather_released_after_a_shared_batch_a_lone_caller_leads_
   ASSERT_TRUE(reg.attach_combining_listener(heard));
   std::vector<item*> all;
   for (int i = 0; i < 5; ++i) all.push_back(add_item(reg, i));
-  std::vector<std::thread> callers;
-  {
-    std::unique_lock held(reg.writer_lock());
-    for (int i = 0; i < 2; ++i) callers.push_back(registered_thread([&reg, it = all[i]] { reg.unregister(*it); }));
-    until_queued(reg, 2);
-  }
-  for (auto& t : callers) t.join();
+  queued_while_the_lock_is_held(reg, {[&] { reg.unregister(*all[0]); }, [&] { reg.unregister(*all[1]); }});
   for (int i = 2; i < 5; ++i) EXPECT_EQ(reg.unregister(*all[i]).objects, 1u);
   const auto reports = heard.taken();
   ASSERT_EQ(reports.size(), 4u);
@@ -256,27 +253,20 @@ TEST_F(combining, a_shared_batch_whose_validate_throws_hands_each_call_back_to_r
   item* b = add_item(reg, 2);
   g_refuse_id = 2;
   bool a_threw = true, b_threw = false;
-  std::vector<std::thread> callers;
-  {
-    std::unique_lock held(reg.writer_lock());
-    callers.push_back(registered_thread([&] {
-      try {
-        reg.unregister(*a);
-        a_threw = false;
-      } catch (const std::runtime_error&) {
-      }
-    }));
-    until_queued(reg, 1);
-    callers.push_back(registered_thread([&] {
-      try {
-        reg.unregister(*b);
-      } catch (const std::runtime_error&) {
-        b_threw = true;
-      }
-    }));
-    until_queued(reg, 2);
-  }
-  for (auto& t : callers) t.join();
+  queued_while_the_lock_is_held(reg, {[&] {
+                                        try {
+                                          reg.unregister(*a);
+                                          a_threw = false;
+                                        } catch (const std::runtime_error&) {
+                                        }
+                                      },
+                                      [&] {
+                                        try {
+                                          reg.unregister(*b);
+                                        } catch (const std::runtime_error&) {
+                                          b_threw = true;
+                                        }
+                                      }});
   EXPECT_FALSE(a_threw) << "a's own batch, run alone after the shared one threw";
   EXPECT_TRUE(b_threw) << "b's validate exception reaches b's caller";
   EXPECT_EQ(g_destroyed[1].load(), 1);
@@ -313,37 +303,20 @@ TEST_F(combining, many_threads_through_the_gate_destroy_each_object_exactly_once
 
 // --- qsbr: a follower asleep in the gate is offline -----------------------------------------------
 
-struct qitem : registrable<qitem> {
-  explicit qitem(int i) : id(i) {}
-  int id;
-  lfht_hook<qitem> by_id;
-};
-using qitem_by_id = lfht_index<qitem, &qitem::by_id, key_member<&qitem::id>, flavor::qsbr>;
-struct qitems : indexed<qitem, qitem_by_id> {
-  std::atomic<int> destroyed{0};
-  void destroy(qitem* q) noexcept {
-    ++destroyed;
-    delete q;
-  }
-};
-using qsbr_registry = basic_registry<flavor::qsbr, std::mutex, qitems>;
+/// The same objects in a registry whose grace periods are qsbr's.
+using qsbr_registry = basic_registry<flavor::qsbr, std::mutex, items>;
 
-TEST(combining_qsbr, a_follower_asleep_in_the_gate_does_not_hold_up_its_leaders_grace_period) {
+TEST_F(combining, under_qsbr_a_follower_asleep_in_the_gate_does_not_hold_up_its_leaders_grace_period) {
   // Two qsbr writers, online, queue while the test holds the writer lock; the leader's batch
   // then waits for a qsbr grace period, which an online follower asleep in the gate would never
-  // let end (a hang into the watchdog).
+  // let end (a hang into the watchdog). This thread is not registered with qsbr.
   watchdog dog(30s, "a qsbr follower asleep in the gate");
   qsbr_registry reg(combining_on());
-  qitem* a = new qitem(1);
-  qitem* b = new qitem(2);
-  {
-    thread_registration<flavor::qsbr> adding;  // this thread stays unregistered afterwards
-    ASSERT_TRUE(reg.add(*a));
-    ASSERT_TRUE(reg.add(*b));
-  }
+  item* a = add_item(reg, 1);
+  item* b = add_item(reg, 2);
   std::vector<std::thread> callers;
-  const auto caller = [&reg](qitem* it) {
-    return std::thread([&reg, it] {
+  const auto caller = [&reg](item* it) {
+    return registered_thread([&reg, it] {
       thread_registration<flavor::qsbr> online;
       EXPECT_EQ(reg.unregister(*it).objects, 1u);
     });
@@ -356,7 +329,8 @@ TEST(combining_qsbr, a_follower_asleep_in_the_gate_does_not_hold_up_its_leaders_
     while (reg.combining_waiting() < 2) std::this_thread::yield();
   }
   for (auto& t : callers) t.join();
-  EXPECT_EQ(reg.policy<qitems>().destroyed.load(), 2);
+  EXPECT_EQ(g_destroyed[1].load(), 1);
+  EXPECT_EQ(g_destroyed[2].load(), 1);
 }
 
 }  // namespace

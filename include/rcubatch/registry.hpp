@@ -654,7 +654,7 @@ class basic_registry {
   batch_stats unregister(U& obj) {
     if (gate_.enabled()) [[unlikely]] {
       constexpr std::size_t k = slot_of<U>();
-      unregister_call<k> c(static_cast<object_at<k>&>(obj));
+      object_call<k, false> c(static_cast<object_at<k>&>(obj));
       through_gate(c);
       return c.result.stats;
     }
@@ -796,7 +796,7 @@ class basic_registry {
   unregister_result try_unregister(U& obj) {
     if (gate_.enabled()) [[unlikely]] {
       constexpr std::size_t k = slot_of<U>();
-      try_unregister_call<k> c(static_cast<object_at<k>&>(obj));
+      object_call<k, true> c(static_cast<object_at<k>&>(obj));
       through_gate(c);
       return c.result;
     }
@@ -1378,22 +1378,13 @@ class basic_registry {
       }
     }
   };
-  /// unregister(obj).
-  template <std::size_t K>
-  class unregister_call final : public gate_call {
+  /// unregister(obj) (kLostRaceIsResult false: going away is misuse) and try_unregister(obj)
+  /// (true: already going away is a result).
+  template <std::size_t K, bool kLostRaceIsResult>
+  class object_call final : public gate_call {
    public:
-    explicit unregister_call(object_at<K>& obj) noexcept : obj_(obj) {}
-    void push_into(basic_registry&, queues& q) noexcept override { this->push_object(q, obj_, false); }
-
-   private:
-    object_at<K>& obj_;
-  };
-  /// try_unregister(obj): already going away is a result.
-  template <std::size_t K>
-  class try_unregister_call final : public gate_call {
-   public:
-    explicit try_unregister_call(object_at<K>& obj) noexcept : obj_(obj) {}
-    void push_into(basic_registry&, queues& q) noexcept override { this->push_object(q, obj_, true); }
+    explicit object_call(object_at<K>& obj) noexcept : obj_(obj) {}
+    void push_into(basic_registry&, queues& q) noexcept override { this->push_object(q, obj_, kLostRaceIsResult); }
 
    private:
     object_at<K>& obj_;
