@@ -16,7 +16,10 @@
 //   call_rcu             unlist by hand under the writer lock, then call_rcu per object to free it
 //                        (the objects are added by hand too: call_rcu knows no registry states)
 //   async                (with the asynchronous registry) submit and go on; the case ends with drain()
-//   sync_combined        (with the asynchronous registry) submit, then wait for the ticket
+//   sync_combined        registry::unregister with registry_options::combining on: the registry's
+//                        gate (combining.hpp) shares batches among the writers (issue 35)
+//   sync_reclaimer       (with the asynchronous registry) async_unregister::unregister: submit,
+//                        then wait for the ticket (sync_combined until issue 35)
 // The flavor is memb; /gp:1ms is memb whose every grace period lasts at least 1 ms
 // (sim_gp_flavor.hpp: a stand-in for a many-core machine or a kernel-like GP, simulated — the
 // real memb GP here is ~17 µs). With gp:1ms each writer removes --mw_objects_gp1ms objects
@@ -33,7 +36,8 @@
 //                         from outside (call_rcu_gps_uncounted = 1 says so in the JSON).
 //   domain_gps_per_object the registry's grace_domain stats().grace_periods / objects (cross-check)
 //   gps_per_batch         GPs per batch, exact: serialized modes run one batch per object (so it
-//                         equals gps_per_object); async and sync_combined: the reclaimer's
+//                         equals gps_per_object); sync_combined: the registry's counters()
+//                         grace_periods / batches; async and sync_reclaimer: the reclaimer's
 //                         async_stats grace_periods / batches (a pipelined batch skips its GP #1,
 //                         async_gps_pipelined counts those skips); call_rcu: -1
 //   submit_p50_us, submit_p99_us    latency of one unregister / submit call (per-thread fixed
@@ -313,7 +317,7 @@ class busy_reader {
 };
 
 // --- Modes ----------------------------------------------------------------------------------------
-enum class mode { serialized, unlock_during_waits, call_rcu, async, sync_combined };
+enum class mode { serialized, unlock_during_waits, call_rcu, async, sync_combined, sync_reclaimer };
 
 const char* to_string(mode m) {
   switch (m) {
@@ -322,12 +326,13 @@ const char* to_string(mode m) {
     case mode::call_rcu: return "call_rcu";
     case mode::async: return "async";
     case mode::sync_combined: return "sync_combined";
+    case mode::sync_reclaimer: return "sync_reclaimer";
   }
   return "?";
 }
 
 bool by_hand(mode m) { return m == mode::call_rcu; }
-[[maybe_unused]] bool asynchronous(mode m) { return m == mode::async || m == mode::sync_combined; }
+[[maybe_unused]] bool asynchronous(mode m) { return m == mode::async || m == mode::sync_reclaimer; }
 
 template <class Flavor>
 using sync_registry = rcubatch::basic_registry<Flavor, std::mutex, mw_policy>;
@@ -336,7 +341,7 @@ using sync_registry = rcubatch::basic_registry<Flavor, std::mutex, mw_policy>;
 template <class Flavor>
 using reclaimer_t = rcubatch::async_unregister<sync_registry<Flavor>>;
 
-/// The asynchronous reclaimer of the async and sync_combined modes: the library's defaults
+/// The asynchronous reclaimer of the async and sync_reclaimer modes: the library's defaults
 /// (background thread, its batch thresholds and age), and the budget given for the producer.
 template <class Flavor>
 std::unique_ptr<reclaimer_t<Flavor>> make_reclaimer(mode m, sync_registry<Flavor>& reg, std::size_t budget_bytes) {
@@ -378,6 +383,7 @@ template <class Flavor>
 std::unique_ptr<sync_registry<Flavor>> make_sync_registry(mode m, rcubatch::grace_domain<Flavor>& domain) {
   rcubatch::registry_options o;
   o.unlock_during_waits = m == mode::unlock_during_waits;
+  o.combining.enabled = m == mode::sync_combined;  // the library's default max_batch
   return std::make_unique<sync_registry<Flavor>>(o, domain);
 }
 
@@ -410,7 +416,7 @@ struct sweep_fixture {
   case_counters counters;
   rcubatch::grace_domain<Flavor> domain;
   std::unique_ptr<registry_t> reg;
-  std::unique_ptr<reclaimer_t<Flavor>> reclaimer;  // async, sync_combined; destroyed before reg
+  std::unique_ptr<reclaimer_t<Flavor>> reclaimer;  // async, sync_reclaimer; destroyed before reg
   key_window window;
   std::vector<mw_object*> objects;  // iteration k, thread t: [(k * W + t) * N, +N)
   std::vector<std::unique_ptr<busy_reader<registry_t>>> readers;  // 1, or 2 (readers:2)
@@ -438,6 +444,7 @@ template <class Registry, class Reclaimer>
   switch (m) {
     case mode::serialized:
     case mode::unlock_during_waits:
+    case mode::sync_combined:  // the registry's gate when its options say so (make_sync_registry)
       return !reg.unregister(o).refused;
     case mode::call_rcu:
       remove_with_call_rcu(reg, o);
@@ -448,7 +455,7 @@ template <class Registry, class Reclaimer>
 #else
       break;
 #endif
-    case mode::sync_combined:
+    case mode::sync_reclaimer:
 #if RCUBATCH_BENCH_HAVE_ASYNC
       return reclaimer->unregister(o);
 #else
@@ -547,6 +554,11 @@ void bm_many_writers(benchmark::State& st, mode m, std::size_t per_thread, int r
   // Serialized modes run one batch per object; the async modes overwrite this with the
   // reclaimer's own batches (report_async_stats below).
   c["gps_per_batch"] = m == mode::call_rcu ? -1.0 : gps / objects;
+  if (m == mode::sync_combined) {  // the gate's shared batches, counted by the registry
+    const auto totals = f.reg->counters().batches;
+    c["gps_per_batch"] = totals.batches ? static_cast<double>(totals.grace_periods) / static_cast<double>(totals.batches) : 0.0;
+    c["objects_per_batch"] = totals.batches ? static_cast<double>(totals.objects) / static_cast<double>(totals.batches) : 0.0;
+  }
   c["mean_gp_us"] = gps > 0 ? gp_ns / gps * 1e-3 : 0.0;
   c["gp_min_us"] = static_cast<double>(Flavor::min_gp_us);
   c["submit_p50_us"] = f.submit_latency.quantile(0.50) * 1e-3;
@@ -564,11 +576,11 @@ void bm_many_writers(benchmark::State& st, mode m, std::size_t per_thread, int r
 /// which the simulated flavor cannot stretch, so a gp:1ms call_rcu case would repeat the real one.
 template <class Flavor>
 void register_sweep(const char* suffix, std::size_t per_thread) {
-  std::vector<mode> modes{mode::serialized, mode::unlock_during_waits};
+  std::vector<mode> modes{mode::serialized, mode::unlock_during_waits, mode::sync_combined};
   if (Flavor::min_gp_us == 0) modes.push_back(mode::call_rcu);
   if (RCUBATCH_BENCH_HAVE_ASYNC) {
     modes.push_back(mode::async);
-    modes.push_back(mode::sync_combined);
+    modes.push_back(mode::sync_reclaimer);
   }
   for (mode m : modes) {
     const std::string name = std::string("BM_ManyWriters/memb/") + to_string(m) + suffix;
@@ -580,8 +592,7 @@ void register_sweep(const char* suffix, std::size_t per_thread) {
 
 /// Issue 35's sweep with two busy readers (real memb GPs): BM_ManyWriters/memb/readers:2/<mode>.
 void register_two_reader_sweep(std::size_t per_thread) {
-  std::vector<mode> modes{mode::serialized};
-  if (RCUBATCH_BENCH_HAVE_ASYNC) modes.push_back(mode::sync_combined);
+  std::vector<mode> modes{mode::serialized, mode::sync_combined};
   if (RCUBATCH_BENCH_HAVE_ASYNC) modes.push_back(mode::async);
   modes.push_back(mode::call_rcu);
   for (mode m : modes) {

@@ -56,28 +56,17 @@
 // locks): a qsbr writer's synchronize never waits for them.
 //
 // Attached to its registry (async_options::combine_registry_unregister, off by default): the
-// constructor attaches this reclaimer to the registry, and from then on the registry's own
-// registry::unregister(obj), try_unregister(obj) and try_unregister<I>(key) combine through it
-// like unregister(obj) — a lone caller takes the fast path (try_unregister: submit, then leads at
-// once), callers arriving while a batch runs share the next one, led by one of them; no timer.
-// So code written against the registry gets the combining without being rewritten. What changes
-// for those calls: hooks may run on another caller's thread (the leader's); the batch runs with
-// this reclaimer's options (unlock_during_waits, hold_lock_through_drain, rollback), not
-// registry_options; objects are charged to the budget (over_budget::refuse: refused, nothing
-// changed, counted in refused); they count in stats() (requests, batches, latency). unregister
-// returns the batch_stats of the batch that completed its request — shared: they count the
-// other callers' objects and grace periods too; try_unregister the same in its stats. by key, the
-// lookup and the submit share one hold of the writer lock (try_submit's path): two threads
-// deleting one key, exactly one wins and nobody touches freed memory. The registry's misuse
-// checks (read section, the lock's holder) run first, unchanged; not_registered,
-// already_unregistering, wrong_registry are diagnosed by the submit or the batch as here. Called
-// from a hook of this reclaimer's own batch (destroy), or from on_batch on its background thread,
-// a registry call would wait for itself: it is declined, and the registry runs its own batch as
-// if nothing were attached. unregister_many, unregister_with, try_unregister_many and replace*
-// always run the registry's own batch (one batch already). The registry keeps a type-erased
-// pointer (detail/unregister_combiner.hpp); the destructor detaches first — registry calls then
-// run their own batches, and it waits for the attached calls in flight — then drains. At most
-// one reclaimer per registry attaches: a second is misuse (attached_twice).
+// constructor attaches this reclaimer to the registry's combining gate (combining.hpp) as its
+// listener, which turns the gate on while attached: the registry's own registry::unregister(obj),
+// try_unregister(obj) and try_unregister<I>(key) from many threads then share batches of the
+// registry (registry.hpp, "Combining") — one path, the registry's, with registry_options; the
+// reclaimer only counts them: each batch of them is a batch in stats() and its calls that queued
+// an object are requests that took no ticket (as a lone unregister's), without latency samples and
+// without on_batch (the gate calls it under its mutex). They are not charged to the budget: a
+// synchronous caller holds at most its own object unlisted. Submits, waits and this object's own
+// unregister are unchanged. The destructor detaches first (registry calls in flight go on without
+// it: they never used it), then drains. At most one reclaimer per registry attaches: a second is
+// misuse (attached_twice).
 //
 // When a batch is due (for requests nobody waits for): when the pending requests reach
 // async_options::batch_count, their bytes batch_bytes, or the oldest request's age max_age — the
@@ -197,13 +186,13 @@
 
 #include "rcubatch/async_stats.hpp"
 #include "rcubatch/batch_stats.hpp"
+#include "rcubatch/combining.hpp"
 #include "rcubatch/detail/latency_histogram.hpp"
 #include "rcubatch/detail/probe.hpp"
 #include "rcubatch/detail/reclaim_budget.hpp"
 #include "rcubatch/detail/reclaim_lot.hpp"
 #include "rcubatch/detail/reclaim_protocol.hpp"
 #include "rcubatch/detail/submitted_lane.hpp"
-#include "rcubatch/detail/unregister_combiner.hpp"
 #include "rcubatch/misuse.hpp"
 #include "rcubatch/policy.hpp"
 #include "rcubatch/read_guard.hpp"
@@ -248,11 +237,12 @@ struct async_options {
   /// the registry. Must not throw (an exception is caught and dropped). On the background thread
   /// it must not wait for batches (wait, unregister, drain, run_now: diagnosed, refused).
   std::function<void(const async_batch_report&)> on_batch{};
-  /// Attach to the registry, so that its own registry::unregister(obj), try_unregister(obj) and
-  /// try_unregister<I>(key), called from many threads, combine through this reclaimer as
-  /// unregister(obj) does (see "Attached to its registry" in the file comment). Off: the
-  /// registry's calls run their own batch each, whatever reclaimers exist. At most one
-  /// reclaimer per registry may attach (a second: misuse attached_twice).
+  /// Attach to the registry's combining gate, so that its own registry::unregister(obj),
+  /// try_unregister(obj) and try_unregister<I>(key), called from many threads, share batches of
+  /// the registry, counted in this reclaimer's stats() (see "Attached to its registry" in the file
+  /// comment; registry_options::combining does the same without a reclaimer). Off: the registry's
+  /// calls combine only if its own option says so. At most one reclaimer per registry may attach
+  /// (a second: misuse attached_twice).
   bool combine_registry_unregister = false;
 };
 
@@ -323,7 +313,8 @@ concept has_pending_bytes = requires(P& p, const T& t) {
 /// An asynchronous unregister over a registry (see the file comment): declared for every
 /// Registry above, defined for basic_registry<Flavor, Lockable, Policies...>.
 template <class Flavor, class Lockable, class... Policies>
-class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : private detail::takeover_listener {
+class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : private detail::takeover_listener,
+                                                                             private combining_listener {
  public:
   using registry_type = basic_registry<Flavor, Lockable, Policies...>;  ///< the registry it unregisters from
   using flavor_type = Flavor;                                           ///< the registry's liburcu flavor
@@ -331,7 +322,6 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
 
  private:
   static constexpr std::size_t kTypes = sizeof...(Policies);
-  struct stats_waiter;  // a combined registry call waiting for its batch's stats (below)
   using pending_queues = std::tuple<unreg_queue<typename Policies::object_type>...>;
   template <class U>
   static constexpr std::size_t slot_of() {
@@ -377,27 +367,24 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     try {
       if (options_.mode == reclaim_mode::background_thread) thread_ = std::thread([this] { reclaimer_loop(); });
     } catch (...) {
-      if (attached_) registry_.combiner_.detach();
+      if (attached_) registry_.detach_combining_listener(*this);
       throw;
     }
   }
   async_unregister(const async_unregister&) = delete;
   async_unregister& operator=(const async_unregister&) = delete;
 
-  /// Effects: detaches from the registry if attached — registry calls from then on run their own
-  /// batches, and it waits for the attached calls in flight to return (each waits for its own
-  /// batch) —, then drain() (every submitted object is destroyed, including what those calls'
-  /// hooks submitted), then stops the background thread.
+  /// Effects: detaches from the registry's gate if attached — the gate tells it nothing more;
+  /// registry calls in flight go on without it (they never used it), and later ones combine only
+  /// if registry_options::combining says so —, then drain() (every submitted object is
+  /// destroyed), then stops the background thread.
   /// Requires: no other thread calls a member meanwhile or afterwards (the registry's calls may
   /// go on: see above); called outside read-side sections of Flavor (a destructor cannot refuse:
   /// drained anyway, after a report).
-  /// Blocking: until the attached calls returned and the pending batches ran (offline under
-  /// qsbr). Throws: nothing.
+  /// Blocking: the gate's mutex (a batch's report), then until the pending batches ran (offline
+  /// under qsbr). Throws: nothing.
   ~async_unregister() {
-    if (attached_) {
-      offline_while_blocked offline;
-      registry_.combiner_.detach();
-    }
+    if (attached_) registry_.detach_combining_listener(*this);
     drain_noexcept();
     {
       std::unique_lock lock(m_);
@@ -468,14 +455,14 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     submit_result r;
     r.status = unregister_status::refused;
     if (!outside_read_section("try_submit") || !writer_lock_not_held("try_submit")) return r;
-    return submit_found<k>([&]() -> object_at<k>* { return registry_.template index<I>().find_locked(key); }, nullptr);
+    return submit_found<k>([&]() -> object_at<k>* { return registry_.template index<I>().find_locked(key); });
   }
 
  private:
   /// try_submit by key's body, for the object `find()` returns under the writer lock (nullptr:
-  /// not_found); with `waiter`, the caller will wait (it leads) and its stats are delivered there.
+  /// not_found).
   template <std::size_t k, class Find>
-  submit_result submit_found(Find&& find, stats_waiter* waiter) {
+  submit_result submit_found(Find&& find) {
     using T = object_at<k>;
     std::size_t bytes = 0;
     return with_budget_retry(bytes, [&](bool reserved, bool& no_room) {
@@ -489,7 +476,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
       const std::size_t found_bytes = bytes_of<k>(*t);
       if (reserved && found_bytes != bytes) recharge(bytes, found_bytes);
       bytes = found_bytes;
-      return link_waiter(submit_locked<k>(*t, bytes, reserved, waiter != nullptr, true, no_room), waiter);
+      return submit_locked<k>(*t, bytes, reserved, false, true, no_room);
     });
   }
 
@@ -497,13 +484,12 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
   /// (unregister), so the background thread is not woken for it (a wake-up and a context switch
   /// per request cost a synchronous caller more than the batch's bookkeeping). `lost_race_is_result`:
   /// try_submit (an object already going away is a result, not misuse).
-  /// With `waiter` (caller_waits), the batch's stats are delivered there (combined registry calls).
   /// The budget is charged under the writer lock, in the critical section of m_ that records the
   /// request (one round trip of m_ per submit; callgrind, issue 24: a separate reserve before the
   /// writer lock was a second one). Only when the budget is full does the caller leave the writer
   /// lock, block (or be refused) in reserve, and try again with its bytes charged ahead.
   template <class U>
-  submit_result submit_request(U& obj, bool caller_waits, bool lost_race_is_result, stats_waiter* waiter = nullptr) {
+  submit_result submit_request(U& obj, bool caller_waits, bool lost_race_is_result) {
     constexpr std::size_t k = slot_of<U>();
     using T = object_at<k>;
     T& t = static_cast<T&>(obj);
@@ -512,7 +498,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     if (!outside_read_section("submit") || !writer_lock_not_held("submit")) return r;
     std::size_t bytes = bytes_of<k>(t);
     return with_budget_retry(bytes, [&](bool reserved, bool& no_room) {
-      return link_waiter(submit_locked<k>(t, bytes, reserved, caller_waits, lost_race_is_result, no_room), waiter);
+      return submit_locked<k>(t, bytes, reserved, caller_waits, lost_race_is_result, no_room);
     });
   }
 
@@ -1358,7 +1344,6 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     {
       std::scoped_lock lock(m_);
       if (parked != nullptr) lot_.join(*parked);
-      last_ended_stats_ = report.batch;
       if (const std::uint64_t t = completion_.batch_ended(range.through, lost)) completed_to(t);
       last_batch_end_ = end;
       count_batch(report);
@@ -1467,9 +1452,8 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     return std::apply([](const auto&... q) { return (q.size() + ... + 0); }, s.queues);
   }
 
-  /// Requires: m_; ticket_completion advanced to t. The combined callers get their stats.
+  /// Requires: m_; ticket_completion advanced to t.
   void completed_to([[maybe_unused]] std::uint64_t t) noexcept {
-    deliver_stats(t, last_ended_stats_);
     RCUBATCH_PROBE(async_complete, id_, t, 0);
   }
 
@@ -1527,137 +1511,24 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     return finished;
   }
 
-  // --- attached to the registry (combine_registry_unregister): its unregister calls come here ---
+  // --- attached to the registry (combine_registry_unregister): the registry's gate combines its
+  // unregister calls (combining.hpp) and tells this reclaimer about each batch of them ---
 
-  /// A combined registry call waiting for its request's batch: the batch copies its stats here
-  /// (deliver_stats) before it marks the request completed. Lives on the caller's stack; linked
-  /// in stats_waiters_ under m_ until delivered (or the wait threw). Boost.Intrusive: no
-  /// allocation per call, O(1) unlink.
-  struct stats_waiter : boost::intrusive::list_base_hook<> {
-    std::uint64_t seq = 0;
-    batch_stats stats{};
-  };
-
-  /// Requires: the writer lock, held since `r`'s submit_locked (no batch can have taken the
-  /// request yet: run_batch_unlocked takes requests under it). Links `waiter`, if any, for r's
-  /// request. Returns r.
-  submit_result link_waiter(submit_result r, stats_waiter* waiter) noexcept {
-    if (waiter == nullptr || !r) return r;
-    waiter->seq = r.ticket.sequence_;
+  /// A batch of the registry's gate calls ended (combining_listener, called under the gate's
+  /// mutex on the batch's leader thread): counted in stats() as requests that took no ticket,
+  /// like run_direct's, and as a batch. on_batch is not called for it (the gate's mutex is held).
+  void combined_batch_ran(const combined_batch_report& r) noexcept override {
+    async_batch_report report;
+    report.requests = r.requests;
+    report.threads = r.requests;  // one call per thread
+    report.batch = r.batch;
     std::scoped_lock lock(m_);
-    stats_waiters_.push_back(*waiter);
-    return r;
-  }
-
-  /// Requires: m_. The batch that completes every request up to `through` gives its stats to the
-  /// combined calls waiting for them. Every path that advances completed_ calls it first (today
-  /// run_batch_unlocked only: run_direct completes no ticket).
-  void deliver_stats(std::uint64_t through, const batch_stats& st) noexcept {
-    if (stats_waiters_.empty()) [[likely]]
-      return;
-    stats_waiters_.remove_and_dispose_if([through](const stats_waiter& w) { return w.seq <= through; },
-                                         [&st](stats_waiter* w) { w->stats = st; });
-  }
-
-  /// Waits (leading, as wait) for the batch of waiter's request; its stats are in waiter then.
-  void wait_for_stats(stats_waiter& waiter) {
-    try {
-      wait_until_completed(waiter.seq, false);
-    } catch (...) {
-      std::scoped_lock lock(m_);
-      if (waiter.is_linked()) stats_waiters_.erase(stats_waiters_.iterator_to(waiter));
-      throw;
-    }
-  }
-
-  /// A registry call on this thread would wait for itself here (a hook of this reclaimer's batch,
-  /// its on_batch on the background thread): declined, the registry runs its own batch.
-  bool declines_here() const noexcept {
-    return detail::t_running_batch_of == this || detail::t_reclaimer_thread_of == this;
-  }
-
-  /// registry::unregister(t): the lone caller's fast path (as unregister), else submit and lead.
-  template <std::size_t k>
-  bool combined_unregister(object_at<k>& t, batch_stats& out) {
-    if (declines_here()) return false;
-    out = batch_stats{};
-    const std::size_t bytes = bytes_of<k>(t);
-    if (claim_direct(bytes)) {
-      run_direct<k>(t, bytes, &out);  // refused: out.refused
-      return true;
-    }
-    stats_waiter waiter;
-    if (!submit_request(t, true, false, &waiter)) {
-      out.refused = true;  // the budget (over_budget::refuse) or misuse under report: nothing changed
-      return true;
-    }
-    wait_for_stats(waiter);
-    out = waiter.stats;
-    return true;
-  }
-
-  /// registry::try_unregister(obj) and by key: try_submit's path, then a wait for the batch.
-  template <std::size_t k, class Find>
-  bool combined_try_unregister(Find&& find_or_object, unregister_result& out) {
-    if (declines_here()) return false;
-    out = unregister_result{};
-    stats_waiter waiter;
-    submit_result r;
-    if constexpr (std::is_same_v<std::remove_cvref_t<Find>, object_at<k>*>) {
-      r = submit_request(*find_or_object, true, true, &waiter);
-    } else {
-      r = submit_found<k>(std::forward<Find>(find_or_object), &waiter);
-    }
-    out.status = r.status;
-    if (r.status == unregister_status::unregistered) {
-      wait_for_stats(waiter);
-      out.unregistered = 1;
-      out.stats = waiter.stats;
-    } else if (r.status == unregister_status::refused) {
-      out.stats.refused = true;
-    } else {
-      out.missed = 1;  // not_found, already_unregistering: a lost race, nothing changed
-    }
-    return true;
-  }
-
-  /// Calls f.template operator()<K>() for the runtime slot K (< kTypes).
-  template <class F>
-  static bool for_slot(std::size_t slot, F&& f) {
-    bool handled = false;
-    [&]<std::size_t... K>(std::index_sequence<K...>) {
-      static_cast<void>(((slot == K ? (handled = f.template operator()<K>(), true) : false) || ...));
-    }(std::index_sequence_for<Policies...>{});
-    return handled;
-  }
-
-  detail::unregister_combiner make_combiner() noexcept {
-    detail::unregister_combiner c;
-    c.self = this;
-    c.unregister = [](void* self, std::size_t slot, void* obj, batch_stats& out) {
-      return for_slot(slot, [&]<std::size_t K>() {
-        return static_cast<async_unregister*>(self)->template combined_unregister<K>(*static_cast<object_at<K>*>(obj), out);
-      });
-    };
-    c.try_unregister = [](void* self, std::size_t slot, void* obj, unregister_result& out) {
-      return for_slot(slot, [&]<std::size_t K>() {
-        return static_cast<async_unregister*>(self)->template combined_try_unregister<K>(static_cast<object_at<K>*>(obj),
-                                                                                         out);
-      });
-    };
-    c.try_unregister_key = [](void* self, std::size_t slot, detail::unregister_combiner::find_fn find, const void* key,
-                              unregister_result& out) {
-      auto* me = static_cast<async_unregister*>(self);
-      return for_slot(slot, [&]<std::size_t K>() {
-        return me->template combined_try_unregister<K>(
-            [&]() -> object_at<K>* { return static_cast<object_at<K>*>(find(&me->registry_, key)); }, out);
-      });
-    };
-    return c;
+    direct_completed_ += r.requests;
+    count_batch(report);
   }
 
   void attach_to_registry() {
-    if (registry_.combiner_.attach(combiner_)) {
+    if (registry_.attach_combining_listener(*this)) {
       attached_ = true;
       return;
     }
@@ -1701,7 +1572,6 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
   std::uint64_t issued_ = 0;         // last ticket issued
   std::uint64_t taken_ = 0;          // last ticket taken by a batch
   detail::ticket_completion completion_;  // which tickets are done (reclaim_protocol.hpp)
-  batch_stats last_ended_stats_{};        // the last batch that ended: for the combined callers
   std::uint64_t flush_through_ = 0;  // drain: batches are due until taken_ reaches it
   std::uint64_t hook_submits_ = 0;   // submits made from this reclaimer's own hooks
   detail::reclaim_budget budget_{options_.budget_bytes};  // bytes submitted, not destroyed or parked
@@ -1725,10 +1595,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
 
   detail::latency_recorder latency_;  // request→destroy latencies (its own mutex)
 
-  // Combined registry calls (combine_registry_unregister): under m_, the callers waiting for
-  // their batch's stats; the operations the registry calls, attached_ when it accepted them.
-  boost::intrusive::list<stats_waiter> stats_waiters_;
-  const detail::unregister_combiner combiner_ = make_combiner();
+  // combine_registry_unregister: attached to the registry's gate as its listener.
   bool attached_ = false;
 
   std::thread thread_;    // last: started after everything above is constructed

@@ -74,10 +74,15 @@
 // already ended is a use of freed memory, like any use of a freed object: the library cannot see
 // it. When two threads may race to delete the same object, delete by key (try_unregister<Index>(key):
 // the lookup happens under the writer lock, and a lost race is a result, not misuse).
-// Combining: with an async_unregister attached (async_options::combine_registry_unregister),
-// unregister(obj), try_unregister(obj) and try_unregister<I>(key) from many threads combine
-// through it into shared batches (async_unregister.hpp, "Attached to its registry"); without one
-// (the default) each call runs its own batch, as above.
+// Combining (combining.hpp, issue 35): with registry_options::combining.enabled (or while an
+// async_unregister with combine_registry_unregister is attached), unregister(obj),
+// try_unregister(obj) and try_unregister<I>(key) go through the registry's leader/follower gate.
+// A caller that finds no leader waiting and the writer lock free (try_lock) runs its own batch at
+// once, as without combining; the others queue, and one of them — the leader — takes the writer
+// lock and runs the calls queued by then (at most combining.max_batch) as one batch of this
+// registry, with its options, while the others sleep (offline under qsbr). Each caller gets its
+// own outcome (status, refusal, exception); see unregister for what its stats hold. Hooks of a
+// shared batch run on the leader's thread. Every other member runs its own batch as before.
 // Big flushes (deferred_destroy.hpp, issue 36): unregister_many_deferred returns once the batch's
 // objects are unpublished and its grace periods have elapsed, its drain and destroys handed to a
 // deferred_destroy's thread (a flush_ticket to wait on); registry_options::rollback.unlist_chunk
@@ -103,6 +108,7 @@
 #include <algorithm>
 #include <array>
 #include <concepts>
+#include <exception>
 #include <cstddef>
 #include <iterator>
 #include <mutex>
@@ -120,7 +126,7 @@
 #include <vector>
 
 #include "rcubatch/fwd.hpp"
-#include "rcubatch/detail/unregister_combiner.hpp"
+#include "rcubatch/combining.hpp"
 #include "rcubatch/detail/writer_lock.hpp"
 #include "rcubatch/grace_domain.hpp"
 #include "rcubatch/counters.hpp"
@@ -218,6 +224,9 @@ struct registry_options {
   /// unlock_during_waits is on.
   bool hold_lock_through_drain = false;
   rollback_options rollback{};  ///< passed to each batch's rollback_many
+  /// Combine concurrent unregister(obj), try_unregister(obj) and try_unregister<I>(key) callers
+  /// into shared batches (combining.hpp; "Combining" in registry.hpp). Off by default.
+  combining_options combining{};
 };
 
 namespace detail {
@@ -631,26 +640,24 @@ class basic_registry {
   /// inside a read-side section (blocking_in_read_section). Nothing changes then.
   /// Throws: misuse_error (default policy) as above; what a validate hook throws (nothing changed).
   /// Complexity: O(1 + dependents) hook calls. Blocking: the lock, ≤ 2 grace periods, the drain.
-  /// With an async_unregister attached (async_options::combine_registry_unregister): concurrent
-  /// callers combine through it instead (async_unregister.hpp, "Attached to its registry"): a
-  /// lone caller runs a batch of obj at once; callers arriving while a batch runs share the next
-  /// one, led by one of them — whose thread then runs the other callers' hooks. The batch runs
-  /// with the reclaimer's options (async_options::unlock_during_waits, hold_lock_through_drain,
-  /// rollback), and obj is charged to its budget (over_budget::refuse: refused, stats.refused,
-  /// nothing changed). Returns the statistics of the batch that completed obj's request, which
-  /// count the other callers' objects and grace periods too (objects > 1 when it was shared).
-  /// The misuse above is diagnosed as without it; called from a hook of that reclaimer's own batch
-  /// (destroy) or from its on_batch on its thread, this runs its own batch as without it.
+  /// Combining on (registry_options::combining, or a reclaimer attached: "Combining" above): a
+  /// caller that finds the writer lock free and no leader waiting runs the batch of obj at once;
+  /// callers arriving while the lock is busy share the next batch, led by one of them — whose
+  /// thread then runs the other callers' hooks. Each gets its own result: refused (stats.refused)
+  /// and misuse (its exception, on its own thread) are its own; in a batch shared with other
+  /// calls, stats.objects counts its own object (the dependents are not told apart:
+  /// dependents_added is 0; counters() has them all) and the other fields are the shared
+  /// batch's (batch_id, its grace periods and times, which this caller waited for). A second
+  /// unregister of an object already in a batch or a queue (a reclaimer's included) is misuse
+  /// already_unregistering, nothing changed. If a shared batch throws (a validate hook), nothing
+  /// changed and each caller runs its own batch again, alone, so the exception is its own.
   template <class U>
   batch_stats unregister(U& obj) {
-    if (combiner_.maybe_attached()) [[unlikely]] {
+    if (gate_.enabled()) [[unlikely]] {
       constexpr std::size_t k = slot_of<U>();
-      batch_stats st;
-      void* const p = &static_cast<object_at<k>&>(obj);
-      if (through_combiner(st.refused, [&](const detail::unregister_combiner& c) {
-            return c.unregister(c.self, k, p, st);
-          }))
-        return st;
+      object_call<k, false> c(static_cast<object_at<k>&>(obj));
+      through_gate(c);
+      return c.result.stats;
     }
     return unregister_with([&obj](queues& q) { q.push(obj); });
   }
@@ -742,24 +749,15 @@ class basic_registry {
   /// as by unregister (≤ 2 grace periods, cascades included); none: no batch, no grace period.
   /// Returns: unregistered (with the batch's stats) or not_found. Misuse: as unregister (read
   /// section, the lock's holder). Throws: what unregister throws. Blocking: as unregister.
-  /// With an async_unregister attached: as unregister's, through async_unregister::try_submit by
-  /// key (the same race guarantee: the lookup and the submit under one hold of the writer lock),
-  /// then a wait for its batch; also refused (budget under over_budget::refuse, misuse under
-  /// report: stats.refused, nothing changed).
+  /// Combining on: as unregister's; the lookup and the queueing still share one hold of the
+  /// writer lock (the leader's), so the race guarantee holds; a key another call of the same
+  /// batch queued first is not_found, as after that call's batch.
   template <class I, class K>
   unregister_result try_unregister(const K& key) {
-    if (combiner_.maybe_attached()) [[unlikely]] {
-      using found = std::remove_cvref_t<decltype(*index<I>().find_locked(key))>;
-      constexpr std::size_t k = slot_of<found>();
-      unregister_result r;
-      const detail::unregister_combiner::find_fn find_by_key = [](void* reg, const void* key_ptr) -> void* {
-        return static_cast<object_at<k>*>(
-            static_cast<basic_registry*>(reg)->template index<I>().find_locked(*static_cast<const K*>(key_ptr)));
-      };
-      if (through_combiner(r.stats.refused, [&](const detail::unregister_combiner& c) {
-            return c.try_unregister_key(c.self, k, find_by_key, &key, r);
-          }))
-        return r;
+    if (gate_.enabled()) [[unlikely]] {
+      by_key_call<I, K> c(key);
+      through_gate(c);
+      return c.result;
     }
     const K* one = &key;
     return try_unregister_many<I>(std::span<const K>(one, 1));
@@ -800,21 +798,17 @@ class basic_registry {
   /// registered (not_registered), registered in another registry (wrong_registry), read section,
   /// the lock's holder; under report the status is then refused (stats.refused, nothing changed).
   /// Blocking: as unregister.
-  /// With an async_unregister attached: as unregister's, through async_unregister::try_submit(obj)
-  /// and a wait for its batch; also refused (budget under over_budget::refuse, misuse under
-  /// report: status refused, stats.refused, nothing changed).
+  /// Combining on: as unregister's; an object another call of the same batch queued first is
+  /// already_unregistering.
   template <class U>
   unregister_result try_unregister(U& obj) {
-    unregister_result r;
-    if (combiner_.maybe_attached()) [[unlikely]] {
+    if (gate_.enabled()) [[unlikely]] {
       constexpr std::size_t k = slot_of<U>();
-      void* const p = &static_cast<object_at<k>&>(obj);
-      r.status = unregister_status::already_unregistering;  // what a refused check leaves, as below
-      if (through_combiner(r.stats.refused, [&](const detail::unregister_combiner& c) {
-            return c.try_unregister(c.self, k, p, r);
-          }))
-        return r;
+      object_call<k, true> c(static_cast<object_at<k>&>(obj));
+      through_gate(c);
+      return c.result;
     }
+    unregister_result r;
     r.stats = unregister_with([&](queues& q) {
       if (going_away(obj)) {
         ++r.missed;  // in a batch, in a queue (an async submit, another batch's cascade), or gone
@@ -1188,6 +1182,19 @@ class basic_registry {
   /// Complexity: O(kPhases). Blocking: a copy-long lock.
   registry_counters counters() const noexcept { return {batch_totals_.read(), domain_->stats()}; }
 
+  /// Combining (combining.hpp): attaches `l`, which the gate then tells about every batch that
+  /// ran gate calls (combining_listener), and turns combining on while it is attached — what
+  /// async_unregister does with combine_registry_unregister. Returns false, nothing changed, when
+  /// a listener is attached already. Thread safety: any thread. Blocking: the gate's mutex.
+  bool attach_combining_listener(combining_listener& l) noexcept { return gate_.attach(l); }
+  /// Effects: detaches `l` if attached; the gate calls it no more once this returns, and calls in
+  /// flight go on without it. Combining stays on if registry_options::combining.enabled.
+  /// Thread safety, Blocking: as attach_combining_listener.
+  void detach_combining_listener(combining_listener& l) noexcept { gate_.detach(l); }
+  /// Calls waiting in the gate for a batch (a leader waiting for the writer lock and its
+  /// followers): a snapshot, for tests and observability. Thread safety: any thread.
+  std::size_t combining_waiting() const { return gate_.waiting(); }
+
  private:
   template <class I>
   static constexpr std::size_t slot_of_index() noexcept {
@@ -1282,20 +1289,6 @@ class basic_registry {
     if constexpr (!std::is_void_v<owner_of<T>>) detail::link_to_owner<owner_of<T>>(obj);
   }
 
-  /// An unregister call while a reclaimer may be attached: the registry's own checks (read
-  /// section, the lock's holder: `refused` set under report), then call(combiner) with the
-  /// reclaimer kept attached for the call. True when handled here; false when nothing is
-  /// attached (any more) or the reclaimer declined: the caller runs its own batch.
-  template <class Call>
-  bool through_combiner(bool& refused, Call&& call) {
-    if (!outside_read_section("unregister") || !lock_not_held("registry::unregister")) {
-      refused = true;
-      return true;
-    }
-    const detail::combiner_slot::entry entered(combiner_);
-    return entered.attached() != nullptr && std::forward<Call>(call)(*entered.attached());
-  }
-
   /// Requires: the writer lock. Whether obj is going away: it was registered, and is now in a
   /// batch, in a queue (an async submit, another batch's cascade, a chunked unlist's later
   /// chunks: still listed), or gone. A freshly constructed object is not (push diagnoses it).
@@ -1335,6 +1328,190 @@ class basic_registry {
   }
 
   using thread_flavors = detail::thread_flavors_t<Flavor, Policies...>;
+
+  // ---- Combining (combining.hpp): unregister / try_unregister callers through the gate ----
+
+  /// One call through the gate, on its caller's stack: what it queues into a batch, and its own
+  /// outcome. A virtual push_into typed on this registry's queues: the leader runs the calls of
+  /// every kind (by object, unless going away, by key) in one batch.
+  class gate_call : public combining_call {
+   public:
+    /// Requires: the writer lock (the leader's, or this caller's alone). Queues the call's object
+    /// into q, or finds that it has none (a lost race), and records that in result.status; a
+    /// misuse diagnosed by the queue is kept in error for its caller (nothing queued).
+    virtual void push_into(basic_registry& r, queues& q) noexcept = 0;
+    /// After its batch (or none: nothing queued): the stats this call returns. Shared with other
+    /// calls, its objects count its own (its dependents are not told apart); the rest is the
+    /// batch's: the grace periods and the times it waited for.
+    void complete(const batch_stats& st, bool shared) noexcept {
+      if (result.status == unregister_status::unregistered) {
+        result.stats = st;
+        if (shared) {
+          result.stats.objects = result.unregistered;
+          result.stats.dependents_added = 0;
+        }
+      } else if (result.status == unregister_status::refused) {
+        result.stats.refused = true;
+      }
+    }
+    unregister_result result{};  // its own outcome
+    std::exception_ptr error;    // a misuse_error its push threw, rethrown on its caller's thread
+
+   protected:
+    gate_call() = default;
+    ~gate_call() = default;
+    /// Requires: the writer lock. Queues obj, unless it is going away (lost_race: a result).
+    template <class T>
+    void push_object(queues& q, T& obj, bool lost_race_is_result) noexcept {
+      try {
+        if (going_away(obj)) {  // in a batch, a queue (this batch's, a reclaimer's), or gone
+          if (lost_race_is_result) {
+            result.status = unregister_status::already_unregistering;
+            result.missed = 1;
+            return;
+          }
+          result.status = unregister_status::refused;  // before the diagnosis, which may throw
+          detail::diagnose(misuse_kind::already_unregistering,
+                           "registry::unregister: the object is already going away (in a batch, in this "
+                           "combined batch by another call, or in a reclaimer's queue); nothing changed");
+        } else if (q.push(obj)) {
+          result.status = unregister_status::unregistered;
+          result.unregistered = 1;
+        } else {
+          result.status = unregister_status::refused;  // misuse under report, diagnosed by push
+        }
+      } catch (...) {
+        result.status = unregister_status::refused;
+        error = std::current_exception();
+      }
+    }
+  };
+  /// unregister(obj) (kLostRaceIsResult false: going away is misuse) and try_unregister(obj)
+  /// (true: already going away is a result).
+  template <std::size_t K, bool kLostRaceIsResult>
+  class object_call final : public gate_call {
+   public:
+    explicit object_call(object_at<K>& obj) noexcept : obj_(obj) {}
+    void push_into(basic_registry&, queues& q) noexcept override { this->push_object(q, obj_, kLostRaceIsResult); }
+
+   private:
+    object_at<K>& obj_;
+  };
+  /// try_unregister<I>(key): the lookup under the writer lock, as try_unregister_many's. A key
+  /// another call of the same batch queued first is not_found, as it would be after that batch.
+  template <class I, class K>
+  class by_key_call final : public gate_call {
+   public:
+    explicit by_key_call(const K& key) noexcept : key_(key) {}
+    void push_into(basic_registry& r, queues& q) noexcept override {
+      auto* obj = r.template index<I>().find_locked(key_);
+      if (obj == nullptr || q.contains(*obj)) {
+        this->result.status = unregister_status::not_found;
+        this->result.missed = 1;
+        return;
+      }
+      this->push_object(q, *obj, true);
+    }
+
+   private:
+    const K& key_;
+  };
+  using gate_type = combining_gate<gate_call, thread_flavors>;
+  using gate_list = typename gate_type::batch_list;
+
+  /// A gate call (unregister, try_unregister by object or key): the registry's checks, then
+  /// alone at once when no leader waits and the writer lock is free (try_lock), else through
+  /// the gate (led, followed, or handed back to run alone). Rethrows the call's own exception.
+  template <class Call>
+  void through_gate(Call& call) {
+    gate_call& c = call;
+    if (!outside_read_section("unregister") || !lock_not_held("registry::unregister")) {
+      c.result.status = unregister_status::refused;
+      c.result.stats.refused = true;
+      return;
+    }
+    bool alone = false;
+    if constexpr (requires(writer_lock_type& l) { l.try_lock(); }) {
+      if (gate_.idle() && mutex_.try_lock()) {
+        std::unique_lock lock(mutex_, std::adopt_lock);
+        run_alone(c, lock);
+        alone = true;
+      }
+    }
+    if (!alone) {
+      const combining_turn t = gate_.arrive(c);
+      if (t == combining_turn::lead) lead_batch(c);
+      if (c.turn() == combining_turn::alone) {  // the shared batch threw: run it by itself
+        std::unique_lock lock(mutex_);
+        run_alone(c, lock);
+      }
+    }
+    if (c.error) std::rethrow_exception(c.error);
+  }
+
+  /// Requires: the writer lock. The calls of b in one batch: each queues its object, then one
+  /// batch runs — run(), unregister_with's. Returns the calls that queued an object (0: no
+  /// batch ran); st: the batch's stats. Throws: what the batch throws (validate: nothing changed).
+  std::size_t run_calls(gate_list& b, batch_stats& st) {
+    queues q(*this);
+    std::size_t requests = 0;
+    for (gate_call& c : b) {
+      c.push_into(*this, q);
+      if (c.result.status == unregister_status::unregistered) ++requests;
+    }
+    if (requests != 0) st = run(q, std::index_sequence_for<Policies...>{});
+    const bool shared = b.size() > 1;
+    for (gate_call& c : b) c.complete(st, shared);
+    return requests;
+  }
+
+  /// c's batch of its own, under `lock` (the alone path; a call handed back).
+  void run_alone(gate_call& c, std::unique_lock<writer_lock_type>& lock) {
+    c.result = unregister_result{};
+    gate_list one;
+    one.push_back(c);
+    batch_stats st;
+    std::size_t requests = 0;
+    try {
+      requests = run_calls(one, st);
+    } catch (...) {
+      one.clear();
+      throw;
+    }
+    one.clear();
+    lock.unlock();
+    if (requests != 0) gate_.ran_alone(c, st, requests);
+  }
+
+  /// The leader's turn: the writer lock (offline while it waits), the calls queued by then,
+  /// one batch, then every caller woken with its outcome. If the batch throws with other calls
+  /// in it, nothing changed (validate's contract): each call that queued an object is handed
+  /// back to run alone (so the exception reaches its own caller), the others are done.
+  void lead_batch(gate_call& mine) {
+    gate_list b;
+    batch_stats st;
+    std::size_t requests = 0;
+    {
+      std::unique_lock lock(mutex_);
+      // combining.gather_released: the callers the last shared batch released are runnable and
+      // about to call again; one yield lets them queue for this batch (never a wait).
+      if (gate_.released_still_away()) std::this_thread::yield();
+      gate_.take(b);
+      try {
+        requests = run_calls(b, st);
+      } catch (...) {
+        lock.unlock();
+        const bool only_mine = b.size() == 1 && &b.front() == &mine;
+        gate_.finish(b, nullptr, 0, [only_mine](const gate_call& c) {
+          return !only_mine && c.result.status == unregister_status::unregistered ? combining_turn::alone
+                                                                                  : combining_turn::done;
+        });
+        if (only_mine) throw;
+        return;
+      }
+    }
+    gate_.finish(b, requests != 0 ? &st : nullptr, requests, [](const gate_call&) { return combining_turn::done; });
+  }
 
   /// One batch handed to a deferred_destroy: its queues and its engine, on the heap (the lanes
   /// point into both) until the reclaimer's thread has finished it.
@@ -1862,14 +2039,14 @@ class basic_registry {
   }
 
   template <class>
-  friend class async_unregister;
+  friend class async_unregister;  // its submit path uses owns, report_wrong_registry, lock_not_held
 
   writer_lock_type mutex_;
   registry_options options_;
   grace_domain<Flavor>* domain_;
   std::tuple<Policies...> policies_;
   detail::shared_batch_totals batch_totals_;  // counters(): every batch run() ran
-  detail::combiner_slot combiner_;  // an attached async_unregister, if any (attach/detach: its ctor/dtor)
+  gate_type gate_{options_.combining};  // combining.hpp: unregister callers, when on or a listener is attached
 };
 
 // `registry<Policies...>`, the common spelling (the default flavor, a std::mutex), is defined in

@@ -1,0 +1,306 @@
+// rcubatch/combining.hpp — the leader/follower gate that lets a registry's synchronous
+// unregister callers share batches (registry_options::combining, issue 35).
+//
+//   rcubatch::registry_options o;
+//   o.combining.enabled = true;                 // unregister / try_unregister callers combine
+//   rcubatch::registry<sessions_policy> sessions(o);
+//   sessions.unregister(*s);                    // from many threads: ≤ 2 GPs per shared batch
+//   (tests/combining_test.cpp runs registries set up so)
+//
+// What it is: a queue of calls, each on its caller's stack, and the rule deciding who runs them.
+// A registry with combining on sends registry::unregister(obj), try_unregister(obj) and
+// try_unregister<I>(key) through its gate; every other member runs its own batch as before.
+//
+// Who runs what (the registry's side is registry.hpp, "Combining"):
+// - Alone. A caller that finds no leader waiting and takes the writer lock with try_lock runs
+//   the batch of its own call at once, as if combining were off (flat combining's try-lock fast
+//   path): a lone writer pays two relaxed loads more than a plain unregister, and a caller that
+//   would do better alone goes alone. Not while callers the last shared batch released are still
+//   away (combining_options::gather_released): they are runnable and, in a closed loop, about to
+//   call again, so this caller leads a batch they can join.
+// - Leader. Otherwise it queues its call; if no leader is waiting, it becomes the leader: it
+//   blocks for the writer lock (offline under qsbr), then takes the calls queued by then — its
+//   own first, at most combining_options::max_batch — and runs them as one batch of the registry
+//   (the same code as the alone path, with more calls). Calls left over (more than max_batch)
+//   get a new leader at once, so they wait for the lock and not for this batch. The leader gives
+//   up the role as soon as it has taken its calls: the next leader waits for the lock while this
+//   batch's drain and destroys run (the lock is released for them), so batches pipeline as
+//   writers do on the plain lock. No timer: a batch takes what arrived while the lock was busy,
+//   like liburcu's synchronize_rcu serving its queued waiters — and, with gather_released, the
+//   leader yields its CPU once first if callers the last shared batch released have not called
+//   again yet (on a shared CPU they run only when it lets them; one yield, never a wait).
+// - Follower. A queued caller that is not the leader blocks (a condition variable on its own
+//   stack, offline under qsbr) until a leader has run its call (done), or makes it the next
+//   leader, or hands its call back to run alone (a shared batch that threw: below).
+// Every caller gets its own call's outcome: its status and refusal, and its exception; the
+// grace periods and times of the batch it shared (registry.hpp says what each result holds).
+//
+// A reclaimer attached to the registry (async_unregister, async_options::
+// combine_registry_unregister) listens: combining_listener::combined_batch_ran after each batch
+// that ran gate calls. It turns the gate on while attached; it adds nothing to the batch.
+//
+// Thread safety: every member from any thread. Blocking: a follower until its call is done;
+// under qsbr offline for every flavor of Flavors (detail/blocking.hpp). Lock order: the writer
+// lock, then the gate's mutex, then a listener's own locks; the gate's mutex is never held
+// while waiting for the writer lock or a grace period.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <mutex>
+#include <thread>
+
+#include <boost/intrusive/list.hpp>
+
+#include "rcubatch/batch_stats.hpp"
+#include "rcubatch/detail/blocking.hpp"
+#include "rcubatch/misuse.hpp"
+
+namespace rcubatch {
+
+/// How a registry combines its synchronous unregister callers (registry_options::combining).
+struct combining_options {
+  /// Send registry::unregister(obj), try_unregister(obj) and try_unregister<I>(key) through the
+  /// registry's gate (combining.hpp). Off: each call runs its own batch (unless a reclaimer with
+  /// combine_registry_unregister is attached, which turns it on while attached).
+  bool enabled = false;
+  /// The most calls one batch takes (≥ 1; 0 is read as 1): a leader leaves the rest to the next
+  /// leader, so that one batch's hooks on the leader's thread stay short on a loaded machine.
+  std::size_t max_batch = 64;
+  /// Wait for callers the last shared batch released: while some of them have not called again,
+  /// a caller does not go alone, and a leader holding the writer lock yields its CPU once before
+  /// it takes the queue — a closed-loop caller calls again at once, and on a shared CPU a woken
+  /// thread runs only when its waker lets it. One yield per batch, never a wait: a caller that
+  /// never comes back costs one yield. Off (the default): a batch takes only what queued while the
+  /// lock was busy. Measured (bench/run_many_writers.sh --issue35, 2026-12-05, load 9–11, writers
+  /// pinned to one of 2 CPUs): on, sync_combined ÷ serialized went 1.19–1.64× at W = 2–8 with one
+  /// busy reader, but 0.19–0.20× at W = 4, 8 with a second busy reader on the writers' CPU (the
+  /// yield hands it a whole time slice per batch); off, a batch took 1.00–1.01 objects there: a
+  /// caller goes alone unless another is already waiting. Turn it on only where writers have CPUs
+  /// of their own.
+  bool gather_released = false;
+};
+
+/// What a gate tells its listener after a batch that ran gate calls.
+struct combined_batch_report {
+  std::size_t calls = 0;     ///< calls the batch took (each one caller's thread)
+  std::size_t requests = 0;  ///< of them, the calls that queued an object (the others lost a race or were refused)
+  bool alone = false;        ///< its one call went alone (no leader waiting, the writer lock free at once)
+  batch_stats batch{};       ///< the registry batch's statistics
+  std::chrono::nanoseconds longest_wait{};  ///< the longest a taken call waited, arrival to its batch's end
+};
+
+/// The typed seam between a registry's gate and a reclaimer attached to it (async_unregister):
+/// what the gate calls, nothing else. Thread safety: called on a batch's leader thread, under the
+/// gate's mutex (so a detach that returned sees no later call); must not call the registry.
+class combining_listener {
+ public:
+  /// After a batch that took `report.calls` gate calls ended (objects destroyed).
+  virtual void combined_batch_ran(const combined_batch_report& report) noexcept = 0;
+
+ protected:
+  combining_listener() = default;
+  ~combining_listener() = default;
+  combining_listener(const combining_listener&) = default;
+  combining_listener& operator=(const combining_listener&) = default;
+};
+
+/// Where a gate call stands; written under the gate's mutex.
+enum class combining_turn : unsigned char {
+  queued,  ///< waiting in the queue for a leader
+  lead,    ///< its caller leads: it takes the queue once it holds the writer lock
+  taken,   ///< in a batch that has not ended
+  done,    ///< its batch ended: its outcome is set
+  alone,   ///< handed back: its caller runs it in a batch of its own (the shared batch threw)
+};
+
+template <class Call, class Flavors>
+class combining_gate;
+
+/// The gate's part of a call: a node of its queue, on the caller's stack (the registry's call
+/// type derives from it). Boost.Intrusive: no allocation per call, O(1) unlink.
+class combining_call : public boost::intrusive::list_base_hook<> {
+ public:
+  /// Effects: a call arriving now (its wait is measured from here).
+  combining_call() noexcept : arrived_(std::chrono::steady_clock::now()) {}
+  combining_call(const combining_call&) = delete;
+  combining_call& operator=(const combining_call&) = delete;
+  /// Where the call stands (its own caller reads it after arrive returned, or after its own
+  /// finish as a leader).
+  combining_turn turn() const noexcept { return turn_; }
+
+ protected:
+  ~combining_call() = default;
+
+ private:
+  template <class, class>
+  friend class combining_gate;
+  combining_turn turn_ = combining_turn::queued;
+  std::condition_variable cv_;  // its caller sleeps on it as a follower
+  std::chrono::steady_clock::time_point arrived_{};
+};
+
+/// The gate (see the file comment). Call: the registry's call type, derived from
+/// combining_call; Flavors: the flavor(s) a blocked follower goes offline for (one flavor or a
+/// std::tuple of them).
+template <class Call, class Flavors>
+class combining_gate {
+ public:
+  using turn = combining_turn;  ///< where a call stands
+  using call = combining_call;  ///< the gate's part of a call
+
+  /// The calls of one batch, in arrival order (the leader's first).
+  using batch_list = boost::intrusive::list<Call>;
+
+  explicit combining_gate(combining_options options) noexcept : options_(options) {
+    if (options_.max_batch == 0) options_.max_batch = 1;
+    if (options_.enabled) enabled_.store(1, std::memory_order_relaxed);
+  }
+  combining_gate(const combining_gate&) = delete;
+  combining_gate& operator=(const combining_gate&) = delete;
+  /// Requires: no call inside (the registry's destructor: no member may run concurrently).
+  ~combining_gate() = default;
+
+  /// Whether calls go through the gate: the option, or a listener attached. One relaxed load.
+  bool enabled() const noexcept { return enabled_.load(std::memory_order_relaxed) != 0; }
+
+  /// Whether a caller may go alone now: no leader waiting and nothing queued, and (gather_released)
+  /// no caller the last shared batch released still away (a hint: the caller's try_lock of the
+  /// writer lock decides). Two relaxed loads.
+  bool idle() const noexcept {
+    return !leader_waiting_.load(std::memory_order_relaxed) && away_.load(std::memory_order_relaxed) == 0;
+  }
+
+  /// Whether a leader holding the writer lock should let the callers the last shared batch
+  /// released call again before it takes the queue (gather_released; see there). A hint.
+  bool released_still_away() const noexcept { return away_.load(std::memory_order_relaxed) != 0; }
+
+  /// Calls queued or led and not yet taken by a batch (the leader's included). For tests and
+  /// observability: a snapshot.
+  std::size_t waiting() const {
+    std::scoped_lock lock(m_);
+    return queue_.size();
+  }
+
+  /// Effects: queues c; if no leader is waiting, c's caller leads (returns turn::lead at once);
+  /// otherwise blocks (offline under qsbr) until a leader ran c (done), made it the next leader
+  /// (lead), or handed it back (alone). Returns c's turn then.
+  /// Blocking: as said; never while holding the gate's mutex past the wait.
+  turn arrive(Call& c) {
+    call& me = c;
+    std::unique_lock lock(m_);
+    queue_.push_back(c);
+    if (const std::size_t a = away_.load(std::memory_order_relaxed); a != 0) away_.store(a - 1, std::memory_order_relaxed);
+    if (!leader_waiting_.load(std::memory_order_relaxed)) {
+      leader_waiting_.store(true, std::memory_order_relaxed);
+      me.turn_ = turn::lead;
+      return turn::lead;
+    }
+    if (me.turn_ == turn::queued) {
+      detail::offline_while_blocked<Flavors> offline;
+      me.cv_.wait(lock, [&] { return me.turn_ != turn::queued && me.turn_ != turn::taken; });
+    }
+    return me.turn_;
+  }
+
+  /// Requires: the caller leads (arrive returned lead) and holds the writer lock.
+  /// Effects: takes the queued calls, at most max_batch, into `out` (the leader's own first: it
+  /// is at the queue's head or was promoted from it); marks them taken. The leader role passes
+  /// on: to the next queued call if some are left (woken as leader), else to the next arrival.
+  void take(batch_list& out) {
+    std::scoped_lock lock(m_);
+    std::size_t n = 0;
+    while (!queue_.empty() && n < options_.max_batch) {
+      Call& c = queue_.front();
+      queue_.pop_front();
+      static_cast<call&>(c).turn_ = turn::taken;
+      out.push_back(c);
+      ++n;
+    }
+    if (queue_.empty()) {
+      leader_waiting_.store(false, std::memory_order_relaxed);
+    } else {  // more than one batch's worth: the next leader waits for the lock now, not for this batch
+      call& next = queue_.front();
+      next.turn_ = turn::lead;
+      next.cv_.notify_one();
+    }
+  }
+
+  /// Requires: the leader, after the batch of `b` ended or threw. Effects: tells the listener,
+  /// if `ran` (the batch ran: its stats; `requests` of b's calls queued an object),
+  /// then marks each call of b with `outcome_of(call)` (done, or alone: its caller runs it by
+  /// itself) and wakes its caller; the leader's own call is marked too (its caller is this
+  /// thread). b is empty after. Throws: nothing (outcome_of must not throw).
+  template <class OutcomeOf>
+  void finish(batch_list& b, const batch_stats* ran, std::size_t requests, OutcomeOf&& outcome_of) noexcept {
+    std::scoped_lock lock(m_);
+    if (ran != nullptr && listener_ != nullptr) report(b, *ran, requests, false);
+    // Released callers, the leader included: in a closed loop each calls again soon.
+    if (options_.gather_released && ran != nullptr && b.size() > 1) away_.store(b.size(), std::memory_order_relaxed);
+    while (!b.empty()) {
+      Call& c = b.front();
+      b.pop_front();
+      call& g = c;
+      g.turn_ = outcome_of(c);
+      g.cv_.notify_one();  // under m_: the follower cannot leave (and destroy c) before we unlock
+    }
+  }
+
+  /// The alone path's end: tells the listener, if one is attached, about the batch of `c` alone.
+  /// Cost without a listener: one relaxed load.
+  void ran_alone(Call& c, const batch_stats& st, std::size_t requests) noexcept {
+    if (enabled_.load(std::memory_order_relaxed) <= (options_.enabled ? 1u : 0u)) return;  // no listener
+    std::scoped_lock lock(m_);
+    if (listener_ == nullptr) return;
+    batch_list one;
+    one.push_back(c);
+    report(one, st, requests, true);
+    one.clear();
+  }
+
+  /// Effects: attaches `l` (turns the gate on while attached) unless one is attached already:
+  /// false then, nothing changed.
+  bool attach(combining_listener& l) noexcept {
+    std::scoped_lock lock(m_);
+    if (listener_ != nullptr) return false;
+    listener_ = &l;
+    enabled_.fetch_add(1, std::memory_order_relaxed);
+    return true;
+  }
+  /// Requires: `l` is attached. Effects: detaches it; once this returns the gate calls it no
+  /// more. Calls in flight go on without it (they never needed it). Blocking: the gate's mutex.
+  void detach(combining_listener& l) noexcept {
+    std::scoped_lock lock(m_);
+    if (listener_ != &l) return;
+    listener_ = nullptr;
+    enabled_.fetch_sub(1, std::memory_order_relaxed);
+  }
+
+ private:
+  /// Requires: m_, a listener. One combined_batch_report for the calls of b.
+  void report(const batch_list& b, const batch_stats& st, std::size_t requests, bool alone) noexcept {
+    combined_batch_report r;
+    r.calls = b.size();
+    r.requests = requests;
+    r.alone = alone;
+    r.batch = st;
+    const auto now = std::chrono::steady_clock::now();
+    for (const Call& c : b)
+      r.longest_wait = std::max(
+          r.longest_wait, std::chrono::duration_cast<std::chrono::nanoseconds>(now - static_cast<const call&>(c).arrived_));
+    listener_->combined_batch_ran(r);
+  }
+
+  combining_options options_;
+  mutable std::mutex m_;
+  boost::intrusive::list<Call> queue_;            // under m_: calls not taken yet, in arrival order
+  std::atomic<bool> leader_waiting_{false};       // written under m_: a caller leads or will (queue_ non-empty)
+  std::atomic<std::size_t> away_{0};              // written under m_: callers the last shared batch released, not back yet
+  std::atomic<unsigned> enabled_{0};              // the option (1) + an attached listener (1)
+  combining_listener* listener_ = nullptr;        // under m_
+};
+
+}  // namespace rcubatch
