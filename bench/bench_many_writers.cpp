@@ -2,7 +2,7 @@
 // from one shared registry, and a producer that outruns reclamation.
 //
 //   rcubatch_bench_many_writers [--mw_objects=10000] [--mw_objects_gp1ms=1000]
-//       [--mw_producer_seconds=5] [--mw_budget_bytes=N] [--mw_no_pin] [any --benchmark_* flag]
+//       [--mw_producer_seconds=5] [--mw_budget_bytes=N] [--mw_no_pin] [--mw_no_ping_pong] [any --benchmark_* flag]
 //
 // The sweep, BM_ManyWriters/<flavor>/<mode>[/gp:1ms]/threads:<W> (W = 1, 2, 4, 8, Google
 // Benchmark's own ->Threads(W)): one rcubatch::registry (an lfht_index by key) is filled with
@@ -113,6 +113,9 @@ struct options {
   double producer_seconds = 5;
   std::size_t budget_bytes = std::size_t{256} << 10;  // below call_rcu's peak at 100k objects/s (~340 KB)
   bool pin = true;
+  // --mw_no_ping_pong: callgrind (bench/callgrind_per_submit.sh) reads the ping-pong's spinning
+  // partner thread as an ever-deeper recursion and grows its own memory until valgrind gives up.
+  bool ping_pong = true;
 };
 options g_opt;
 
@@ -737,13 +740,14 @@ int main(int argc, char** argv) {
         return 2;
       }
     } else if (std::strcmp(a, "--mw_no_pin") == 0) g_opt.pin = false;
+    else if (std::strcmp(a, "--mw_no_ping_pong") == 0) g_opt.ping_pong = false;
     else args.push_back(argv[i]);
   }
 
   rcubatch::thread_registration<memb> main_registration;  // thread 0 of every case is this thread
   g_cpus = make_cpu_plan(g_opt.pin);
   start_call_rcu_worker();
-  const rcubatch_bench::ping_pong_result pp = rcubatch_bench::ping_pong();
+  const rcubatch_bench::ping_pong_result pp = g_opt.ping_pong ? rcubatch_bench::ping_pong() : rcubatch_bench::ping_pong_result{};
   benchmark::AddCustomContext("ping_pong_ns_at_start", std::to_string(pp.best_ns));
   benchmark::AddCustomContext("ping_pong_ns_mean_at_start", std::to_string(pp.mean_ns));
   benchmark::AddCustomContext("mw_cpus", g_cpus.text);
@@ -766,8 +770,8 @@ int main(int argc, char** argv) {
   if (benchmark::ReportUnrecognizedArguments(gb_argc, args.data())) return 1;
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
-  const rcubatch_bench::ping_pong_result end = rcubatch_bench::ping_pong();
-  std::printf("ping-pong at end: %.0f ns best round, %.0f ns mean\n", end.best_ns, end.mean_ns);
+  const rcubatch_bench::ping_pong_result end = g_opt.ping_pong ? rcubatch_bench::ping_pong() : rcubatch_bench::ping_pong_result{};
+  if (g_opt.ping_pong) std::printf("ping-pong at end: %.0f ns best round, %.0f ns mean\n", end.best_ns, end.mean_ns);
   memb::barrier();  // liburcu 0.13.2 never stops its worker: nothing of ours may be left queued
   return 0;
 }

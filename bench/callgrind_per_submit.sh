@@ -48,7 +48,7 @@ group="BM_ManyWriters/memb/"
 for mode in async call_rcu; do
   out="$base-$mode.out"
   valgrind --tool=callgrind --collect-atstart=no --toggle-collect='*many_writers*remove_one*' \
-    --callgrind-out-file="$out" "$bin" --mw_no_pin --mw_objects="$objects" \
+    --callgrind-out-file="$out" "$bin" --mw_no_pin --mw_no_ping_pong --mw_objects="$objects" \
     "--benchmark_filter=^${group}${mode}/threads:${threads}\$" \
     --benchmark_out="$base-$mode.json" --benchmark_out_format=json >/dev/null 2>"$base-$mode.log" \
     || { cat "$base-$mode.log" >&2; echo "$0: valgrind run of $mode failed" >&2; exit 1; }
