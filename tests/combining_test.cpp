@@ -17,6 +17,7 @@
 #include <latch>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -108,6 +109,15 @@ struct combining : counting_test<combining_test_tag> {
   }
   thread_registration<flavor::memb> memb_;
 };
+
+TEST_F(combining, a_registry_asked_for_combined_batches_of_zero_calls_is_refused_at_construction) {
+  try {
+    registry_t reg(combining_on(0));
+    FAIL() << "max_batch = 0 was accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("max_batch"), std::string::npos) << e.what();
+  }
+}
 
 TEST_F(combining, a_lone_caller_that_finds_the_lock_free_goes_alone_at_once) {
   registry_t reg(combining_on());

@@ -51,6 +51,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 
 #include <boost/intrusive/list.hpp>
@@ -67,7 +68,8 @@ struct combining_options {
   /// registry's gate (combining.hpp). Off: each call runs its own batch (unless a reclaimer with
   /// combine_registry_unregister is attached, which turns it on while attached).
   bool enabled = false;
-  /// The most calls one batch takes (≥ 1; 0 is read as 1): a leader leaves the rest to the next
+  /// The most calls one batch takes (≥ 1; 0 is refused: std::invalid_argument from the registry's
+  /// constructor): a leader leaves the rest to the next
   /// leader, so that one batch's hooks on the leader's thread stay short on a loaded machine.
   std::size_t max_batch = 64;
   /// Wait for callers the last shared batch released: while some of them have not called again,
@@ -102,10 +104,10 @@ class combining_listener {
   virtual void combined_batch_ran(const combined_batch_report& report) noexcept = 0;
 
  protected:
-  combining_listener() = default;
-  ~combining_listener() = default;
-  combining_listener(const combining_listener&) = default;
-  combining_listener& operator=(const combining_listener&) = default;
+  combining_listener() = default;   ///< a base only: a listener is a derived object
+  ~combining_listener() = default;  ///< not virtual: never destroyed through this base
+  combining_listener(const combining_listener&) = default;             ///< copyable, like any interface
+  combining_listener& operator=(const combining_listener&) = default;  ///< copyable, like any interface
 };
 
 /// Where a gate call stands; written under the gate's mutex.
@@ -155,8 +157,9 @@ class combining_gate {
   /// The calls of one batch, in arrival order (the leader's first).
   using batch_list = boost::intrusive::list<Call>;
 
-  explicit combining_gate(combining_options options) noexcept : options_(options) {
-    if (options_.max_batch == 0) options_.max_batch = 1;
+  /// Effects: a gate with these options, on if options.enabled. Throws: std::invalid_argument
+  /// when options.max_batch is 0 (a batch that could take no call), nothing else.
+  explicit combining_gate(combining_options options) : options_(checked(options)) {
     if (options_.enabled) enabled_.store(1, std::memory_order_relaxed);
   }
   combining_gate(const combining_gate&) = delete;
@@ -280,6 +283,12 @@ class combining_gate {
   }
 
  private:
+  static combining_options checked(const combining_options& o) {
+    if (o.max_batch == 0)
+      throw std::invalid_argument("rcubatch: combining_options::max_batch is 0; a combined batch takes at least 1 call");
+    return o;
+  }
+
   /// Requires: m_, a listener. One combined_batch_report for the calls of b.
   void report(const batch_list& b, const batch_stats& st, std::size_t requests, bool alone) noexcept {
     combined_batch_report r;
