@@ -343,5 +343,86 @@ TEST_F(combining, under_qsbr_a_follower_asleep_in_the_gate_does_not_hold_up_its_
   EXPECT_EQ(g_destroyed[2].load(), 1);
 }
 
+// --- a caller on a call_rcu worker (issue 35, the gate's seam with deferred teardown) ---------
+
+/// A std::mutex that counts the threads blocked in lock(): a test waits for "a caller is now
+/// blocked for the writer lock" without sleeping (a caller that never blocks is not counted).
+struct observed_mutex {
+  void lock() {
+    if (m.try_lock()) return;
+    blocked.fetch_add(1);
+    m.lock();
+    blocked.fetch_sub(1);
+  }
+  bool try_lock() { return m.try_lock(); }
+  void unlock() { m.unlock(); }
+  std::mutex m;
+  std::atomic<int> blocked{0};
+};
+
+/// Real memb grace periods and barriers (the counting flavor's barrier runs no worker).
+using memb_registry = basic_registry<flavor::memb, observed_mutex, items>;
+
+/// What the call_rcu callback below works on (a callback is a plain function).
+struct worker_unregister {
+  rcu_head head{};
+  memb_registry* reg = nullptr;
+  item* obj = nullptr;
+  std::atomic<bool> started{false};
+  std::latch done{1};
+  std::size_t objects = 0;
+};
+worker_unregister* g_worker = nullptr;
+
+/// A deferred teardown: registry::unregister from a memb call_rcu worker.
+void unregister_on_worker(rcu_head*) {
+  g_worker->started = true;
+  g_worker->objects = g_worker->reg->unregister(*g_worker->obj).objects;
+  g_worker->done.count_down();
+}
+
+TEST_F(combining, a_caller_on_a_call_rcu_worker_never_waits_in_the_gate_for_a_leader_whose_drain_needs_that_worker) {
+  // Leader L queues (the test holds the writer lock); a call_rcu callback then calls unregister
+  // while L waits. Had it followed L, L's batch would drain X (held) and run rcu_barrier, which
+  // waits for this worker, asleep in the gate until L's batch ends: a deadlock, into the
+  // watchdog. A caller on a worker goes alone instead (combining.hpp, "Alone").
+  watchdog dog(30s, "a call_rcu worker's unregister while a leader's drain runs rcu_barrier");
+  grace_domain<flavor::memb> memb_domain;
+  std::latch drain_sleeps(1);
+  std::atomic<bool> told{false};
+  registry_options o = combining_on();
+  o.rollback.drain.before_sleep = [&] {  // L's drain found X held; its barrier comes next
+    if (!told.exchange(true)) drain_sleeps.count_down();
+  };
+  memb_registry reg(o, memb_domain);
+  item* x = add_item(reg, 1);
+  item* y = add_item(reg, 2);
+  x->refs().hold();
+  worker_unregister work;
+  work.reg = &reg;
+  work.obj = y;
+  g_worker = &work;
+  std::thread leader;
+  {
+    std::unique_lock held(reg.writer_lock());
+    leader = registered_thread([&] { EXPECT_EQ(reg.unregister(*x).objects, 1u); });
+    while (reg.combining_waiting() < 1) std::this_thread::yield();  // L leads, blocked for the lock
+    call_after_grace_period<flavor::memb, unregister_on_worker>(&work.head);
+    // The worker's call is queued behind L (a follower: the seam) or blocked for the lock itself
+    // (alone): either way it waits for this thread to let go.
+    while (reg.combining_waiting() < 2 && reg.writer_lock().underlying().blocked.load() < 2) std::this_thread::yield();
+  }
+  drain_sleeps.wait();  // some batch found X held: L's, whose barrier needs the worker to be free
+  work.done.wait();     // the worker's call returned: it did not wait for L's batch
+  EXPECT_EQ(work.objects, 1u);
+  EXPECT_EQ(g_destroyed[2].load(), 1);
+  EXPECT_EQ(g_destroyed[1].load(), 0) << "X is still held";
+  x->refs().put();
+  leader.join();
+  EXPECT_EQ(g_destroyed[1].load(), 1);
+  g_worker = nullptr;
+  memb_domain.barrier();  // call_after_grace_period's requirement: nothing queued at exit
+}
+
 }  // namespace
 }  // namespace rcubatch::test
