@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <barrier>
 #include <functional>
 #include <latch>
 #include <mutex>
@@ -287,15 +288,23 @@ TEST_F(combining, a_shared_batch_whose_validate_throws_hands_each_call_back_to_r
 }
 
 TEST_F(combining, many_threads_through_the_gate_destroy_each_object_exactly_once) {
-  watchdog dog(60s, "eight threads through the gate");
+  // Eight threads, six rounds: each round the test holds the writer lock until all eight calls
+  // are queued (the first leads), so every round takes batches of 3, 3 and 2 calls (max_batch 3):
+  // the left-over calls get a new leader twice a round. Every object destroyed once, before its
+  // call returns; no batch over max_batch; no call alone (a leader always waited).
+  watchdog dog(30s, "eight threads through the gate, a round at a time");
   registry_t reg(combining_on(3));
+  recording_listener heard;
+  ASSERT_TRUE(reg.attach_combining_listener(heard));
   constexpr int kThreads = 8, kPer = 6;
   std::vector<item*> all;
   for (int i = 0; i < kThreads * kPer; ++i) all.push_back(add_item(reg, i));
+  std::barrier round_starts(kThreads + 1), round_ends(kThreads + 1);
   std::vector<std::thread> callers;
   for (int t = 0; t < kThreads; ++t)
     callers.push_back(registered_thread([&, t] {
       for (int i = 0; i < kPer; ++i) {
+        round_starts.arrive_and_wait();
         item* it = all[static_cast<std::size_t>(t * kPer + i)];
         const int id = it->id;
         if (i % 2 == 0) {
@@ -304,11 +313,31 @@ TEST_F(combining, many_threads_through_the_gate_destroy_each_object_exactly_once
           EXPECT_EQ(reg.try_unregister<by_id>(id).status, unregister_status::unregistered);
         }
         EXPECT_EQ(g_destroyed[id].load(), 1) << "destroyed before its call returned";
+        round_ends.arrive_and_wait();
       }
     }));
+  for (int i = 0; i < kPer; ++i) {
+    {
+      std::unique_lock held(reg.writer_lock());
+      round_starts.arrive_and_wait();
+      until_queued(reg, kThreads);
+    }
+    round_ends.arrive_and_wait();
+  }
   for (auto& t : callers) t.join();
   for (int i = 0; i < kThreads * kPer; ++i) EXPECT_EQ(g_destroyed[i].load(), 1) << i;
-  EXPECT_LE(CF::synchronizes(), static_cast<std::uint64_t>(kThreads * kPer));
+  const auto reports = heard.taken();
+  ASSERT_EQ(reports.size(), static_cast<std::size_t>(3 * kPer)) << "three batches a round";
+  std::size_t calls = 0;
+  for (const combined_batch_report& r : reports) {
+    EXPECT_FALSE(r.alone);
+    EXPECT_LE(r.calls, 3u) << "max_batch";
+    EXPECT_EQ(r.requests, r.calls);
+    calls += r.calls;
+  }
+  EXPECT_EQ(calls, static_cast<std::size_t>(kThreads * kPer));
+  EXPECT_EQ(CF::synchronizes(), static_cast<std::uint64_t>(3 * kPer)) << "one grace period a batch";
+  reg.detach_combining_listener(heard);
 }
 
 // --- qsbr: a follower asleep in the gate is offline -----------------------------------------------
