@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/counted_items.hpp"
 #include "support/counting.hpp"
 #include "support/indexed_item.hpp"
 #include "support/misuse_capture.hpp"
@@ -33,20 +34,12 @@ namespace {
 using namespace std::chrono_literals;
 using CF = counting_flavor<struct combining_test_tag>;
 
-constexpr int kMaxIds = 64;
-std::atomic<int> g_destroyed[kMaxIds];
-std::function<void(item&)> g_on_destroy;   // the destroy hook's extra work, if set
-std::atomic<int> g_refuse_id{-1};          // validate throws for this id
+std::atomic<int> g_refuse_id{-1};  // validate throws for this id
 
-/// No uninit: a batch unlinks nothing after GP #1, so it costs one GP.
-struct items : indexed<item, by_id> {
+/// counted_items (support/counted_items.hpp) whose validate refuses g_refuse_id.
+struct items : counted_items {
   void validate(item& i) {
     if (i.id == g_refuse_id.load()) throw std::runtime_error("validate refuses it");
-  }
-  void destroy(item* i) noexcept {
-    ++g_destroyed[i->id];
-    if (g_on_destroy) g_on_destroy(*i);
-    delete i;
   }
 };
 using registry_t = basic_registry<CF, std::mutex, items>;
@@ -73,14 +66,6 @@ struct recording_listener final : combining_listener {
   std::vector<combined_batch_report> reports;
 };
 
-template <class F>
-std::thread registered_thread(F f) {
-  return std::thread([f = std::move(f)]() mutable {
-    thread_registration<flavor::memb> r;  // the index's flavor
-    f();
-  });
-}
-
 /// Waits until n calls are queued in reg's gate (they block there: the test holds the lock).
 void until_queued(registry_t& reg, std::size_t n) {
   while (reg.combining_waiting() < n) std::this_thread::yield();
@@ -101,11 +86,9 @@ void queued_while_the_lock_is_held(registry_t& reg, std::vector<std::function<vo
 }
 
 struct combining : counting_test<combining_test_tag> {
-  combining() {
-    for (auto& d : g_destroyed) d = 0;
-  }
+  combining() { reset_counted_items(); }
   ~combining() override {
-    g_on_destroy = nullptr;
+    reset_counted_items();
     g_refuse_id = -1;
   }
   thread_registration<flavor::memb> memb_;
