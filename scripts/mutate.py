@@ -673,6 +673,13 @@ MUTANTS += [  # issue 35 (branch r35-seams): the gate's seams; tests no mutant k
      "      each_reversed([&](auto& l) { l.drain_scan(drain, lock_.released_during_waits(), pause_); });",
      "      each([&](auto& l) { l.drain_scan(drain, lock_.released_during_waits(), pause_); });",
      rp("notify_skip\\.a_child_unlisted_before_its_parent_in_the_same_batch_still_goes_first$")),
+    ("gate_lost_race_diagnosed_as_misuse", RG,  # try_unregister(obj) of an object in a deferred flush
+     "          if (lost_race_is_result) {", "          if (false) {",
+     ir("a_gate_caller_beside_a_deferred_flush_draining_a_held_object_goes_alone_and_finds_that_object_going_away")),
+    ("hold_lock_through_drain_ignored", RG,
+     "  return hold_lock_through_drain ? lock_release::barrier_only : lock_release::drain_only;",
+     "  return lock_release::drain_only;",
+     ir("with_hold_lock_through_drain_a_shared_batch_keeps_the_writer_lock_while_its_followers_wait_for_a_held_object")),
 ]
 
 
