@@ -19,6 +19,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <latch>
 #include <mutex>
 #include <set>
@@ -386,29 +387,35 @@ TEST(interaction_rows, replaces_and_add_under_between_two_chunks_of_an_unlist_me
 
 // ---- combining × the deferred flush, × hold_lock_through_drain ----
 
-/// A registry whose unregister / try_unregister callers combine (combining.hpp).
-registry_options combining_on() {
-  registry_options o;
-  o.combining.enabled = true;
-  return o;
-}
+/// A combining row's setup: a registered thread, its own domain, and options whose callers
+/// combine (combining.hpp) and whose drain, the first time it is about to sleep on a held object,
+/// runs `first_sleep` (if set) and opens drain_sleeps.
+struct combining_row {
+  combining_row() {
+    for (auto& d : g_item_destroyed) d = 0;
+    options.combining.enabled = true;
+    options.rollback.drain.before_sleep = [this] {
+      if (told.exchange(true)) return;
+      if (first_sleep) first_sleep();
+      drain_sleeps.count_down();
+    };
+  }
+  thread_registration<flavor::memb> self;
+  grace_domain<flavor::memb> domain;
+  std::latch drain_sleeps{1};
+  std::atomic<bool> told{false};
+  std::function<void()> first_sleep;
+  registry_options options;
+};
 
 TEST(interaction_rows, a_gate_caller_beside_a_deferred_flush_draining_a_held_object_goes_alone_and_finds_that_object_going_away) {
   // Row "combining × deferred flush": the flush is one batch of its own (never through the
   // gate); its drain runs on the flusher's thread without the writer lock, so a gate caller
   // meanwhile finds the lock free and goes alone at once; try_unregister of the flushed object
   // still held is a lost race (already_unregistering), nothing changed.
-  for (auto& d : g_item_destroyed) d = 0;
   watchdog dog(60s, "a gate caller beside a deferred flush draining a held object");
-  thread_registration<flavor::memb> self;
-  grace_domain<flavor::memb> domain;
-  std::latch drain_sleeps(1);
-  std::atomic<bool> told{false};
-  registry_options o = combining_on();
-  o.rollback.drain.before_sleep = [&] {
-    if (!told.exchange(true)) drain_sleeps.count_down();
-  };
-  item_table reg(o, domain);
+  combining_row row;
+  item_table reg(row.options, row.domain);
   struct alone_listener final : combining_listener {
     void combined_batch_ran(const combined_batch_report& r) noexcept override { alone = r.alone && r.calls == 1; }
     bool alone = false;
@@ -419,7 +426,7 @@ TEST(interaction_rows, a_gate_caller_beside_a_deferred_flush_draining_a_held_obj
   item* other = add_item(reg, 3);
   flushed_items[1]->refs().hold();
   flush_ticket flushed = reg.unregister_many_deferred(flushed_items, flusher);
-  drain_sleeps.wait();  // the flusher's drain waits for object 1
+  row.drain_sleeps.wait();  // the flusher's drain waits for object 1
   unregister_result lost;
   EXPECT_NO_THROW(lost = reg.try_unregister(*flushed_items[1])) << "a lost race is a result, not misuse";
   EXPECT_EQ(lost.status, unregister_status::already_unregistering);
@@ -439,22 +446,13 @@ TEST(interaction_rows, with_hold_lock_through_drain_a_shared_batch_keeps_the_wri
   // writer lock share one batch; its drain (on the leader's thread) keeps the lock while it waits
   // for a held object, and the follower's call returns only once that object is let go (its
   // batch ended). Nothing needs the follower meanwhile: no deadlock.
-  for (auto& d : g_item_destroyed) d = 0;
   watchdog dog(60s, "hold_lock_through_drain and a shared batch waiting for a held object");
-  thread_registration<flavor::memb> self;
-  grace_domain<flavor::memb> domain;
-  std::latch drain_sleeps(1);
-  std::atomic<bool> told{false};
-  std::atomic<bool> lock_held_in_drain{false};
-  registry_options o = combining_on();
-  o.hold_lock_through_drain = true;
+  combining_row row;
+  row.options.hold_lock_through_drain = true;
   item_table* table = nullptr;
-  o.rollback.drain.before_sleep = [&] {
-    if (told.exchange(true)) return;
-    lock_held_in_drain = table->writer_lock().held_by_caller();
-    drain_sleeps.count_down();
-  };
-  item_table reg(o, domain);
+  std::atomic<bool> lock_held_in_drain{false};
+  row.first_sleep = [&] { lock_held_in_drain = table->writer_lock().held_by_caller(); };
+  item_table reg(row.options, row.domain);
   table = &reg;
   item* held = add_item(reg, 1);
   item* free_one = add_item(reg, 2);
@@ -475,7 +473,7 @@ TEST(interaction_rows, with_hold_lock_through_drain_a_shared_batch_keeps_the_wri
     follower = caller(reg, free_one, &follower_returned);
     while (reg.combining_waiting() < 2) std::this_thread::yield();
   }
-  drain_sleeps.wait();
+  row.drain_sleeps.wait();
   EXPECT_TRUE(lock_held_in_drain.load()) << "hold_lock_through_drain: the shared batch's drain keeps the lock";
   EXPECT_FALSE(follower_returned.load()) << "the follower's batch has not ended: object 1 is held";
   EXPECT_EQ(g_item_destroyed[1].load(), 0);
