@@ -2,9 +2,10 @@
 // that finds the writer lock free goes alone; callers queued while the lock is held share one
 // batch, each with its own outcome; a leader takes at most max_batch calls; a listener detached
 // while calls are in flight is told nothing more and the calls complete; a shared batch that
-// throws hands its calls back to run alone. The writer lock is held by hand (writer_lock()) to
-// make callers queue, and released once the gate says they are queued: no sleeps; the counting
-// flavor gives exact grace-period counts.
+// throws hands its calls back to run alone; a caller on a call_rcu worker goes alone (never
+// follows a leader whose drain's rcu_barrier needs that worker). The writer lock is held by hand
+// (writer_lock()) to make callers queue, and released once the gate says they are queued: no
+// sleeps; the counting flavor gives exact grace-period counts.
 #define RCUBATCH_INDEX_CHECKS 1
 #include <rcubatch/combining.hpp>
 #include <rcubatch/index/lfht_index.hpp>
