@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# formal-model/check.sh — checks formal-model/reclaimer.pml with Spin: a safety run (assertions,
+# formal-model/check.sh — checks formal-model/reclaimer.pml (or --model gate.pml) with Spin: a safety run (assertions,
 # invalid end states: deadlocks and sleepers nobody wakes) and a liveness run (the LTL property
 # all_return under weak fairness: every caller returns). Prints pan's states and errors per run.
 #
-#   formal-model/check.sh [--spin SPIN] [--cc CC] [--workdir DIR] [--expect-errors] [--safety-only]
+#   formal-model/check.sh [--model FILE] [--spin SPIN] [--cc CC] [--workdir DIR] [--expect-errors] [--safety-only]
 #                         [-DNAME=VALUE...]
 #
 # Exit 0 when both runs completed and reported "errors: 0" — or, with --expect-errors (a mutant,
@@ -20,11 +20,13 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 spin=spin
 cc=cc
 workdir=""
+model=reclaimer.pml
 expect_errors=0
 safety_only=0
 defines=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
+    --model) model="$2"; shift ;;
     --spin) spin="$2"; shift ;;
     --cc) cc="$2"; shift ;;
     --workdir) workdir="$2"; shift ;;
@@ -44,10 +46,10 @@ fi
 mkdir -p "$workdir"
 cd "$workdir"
 rm -f pan pan_live ./*.trail ./*.log
-cp "$here/reclaimer.pml" .
+cp "$here/$model" .
 
-echo "model: reclaimer.pml ${defines[*]:-(defaults)}"
-"$spin" -a ${defines[@]+"${defines[@]}"} reclaimer.pml >spin.log 2>&1 || { cat spin.log; echo "FAIL: spin -a"; exit 1; }
+echo "model: $model ${defines[*]:-(defaults)}"
+"$spin" -a ${defines[@]+"${defines[@]}"} "$model" >spin.log 2>&1 || { cat spin.log; echo "FAIL: spin -a"; exit 1; }
 # Safety: no never claim. Liveness: the claim, weak fairness over the model's processes (init,
 # 3 callers, the holder, the background thread, the claim: NFAIR=3). -O1: pan.c compiles in
 # two thirds of -O2's time and runs as fast here.
@@ -101,7 +103,7 @@ if [[ $expect_errors -eq 1 ]]; then
   exit 1
 fi
 if [[ $total_errors -ne 0 ]]; then
-  echo "FAIL: errors: $total_errors (trail: $workdir/reclaimer.pml.trail; replay: spin -t -p ${defines[*]} reclaimer.pml)"
+  echo "FAIL: errors: $total_errors (trail: $workdir/$model.trail; replay: spin -t -p ${defines[*]} $model)"
   exit 1
 fi
 echo "ok: errors: 0"

@@ -35,6 +35,14 @@ Equivalent mutants (considered, left out, and why):
     counted before the mark), so the order inside released() no longer decides whether the drain
     outlives the put. That wait itself is mutated (drain_returns_with_putter_in_released) and
     killed through ref_drain.hpp's test seam, which parks a putter inside released().
+  - reserve() not exempting a submit from the reclaimer's own hook (from_own_hook = false; it was
+    the mutant destroy_submit_not_exempt_from_budget, which survived): reserve runs only after
+    submit_locked's first look at the budget said no_room, and that look exempts the own hook
+    itself (`detail::t_running_batch_of != this`), so a hook's submit never reaches reserve; and
+    with that first exemption mutated instead, reserve's charges at once and the retry succeeds
+    (one more writer-lock round trip, nothing observable). Only both mutated together block
+    the hook (test: async_counting.submit_from_destroy_is_never_held_up_by_the_budget); one
+    search string cannot. (2026-12-05, branch r35-seams.)
 """
 import argparse
 import os
@@ -203,9 +211,6 @@ MUTANTS = [
     ("no_gp_after_publish_threw", RG,
      "      domain_->synchronize();  // the hook undid its links, but readers may have found obj\n", "",
      rg("a_publish_that_throws_after_exposing_the_object_waits_a_grace_period")),
-    ("destroy_submit_not_exempt_from_budget", AU,
-     "const bool from_own_hook = detail::t_running_batch_of == this;", "const bool from_own_hook = false;",
-     au("submit_from_destroy_is_never_held_up_by_the_budget")),
     ("blocked_manual_submitter_never_woken", AU,
      "    if (wake_blocked) done_cv_.notify_all();", "    (void)wake_blocked;",
      au("a_manual_submitter_blocked_by_the_budget_is_woken_by_the_next_submit")),
@@ -613,8 +618,6 @@ def main():
     sys.exit(0 if killed == len(rows) else 1)
 
 
-if __name__ == "__main__":
-    main()
 
 
 def ir(regex):
@@ -657,3 +660,29 @@ MUTANTS += [  # the review gaps of issues 36-37 (branch r-gaps): splice_back und
      "           (st != reg_state::registered);",
      ir("replaces_and_add_under_between_two_chunks_of_an_unlist_meet_its_objects_as_going_away")),
 ]
+
+
+MUTANTS += [  # issue 35 (branch r35-seams): the gate's seams; tests no mutant killed before (each killed by hand, 2026-12-05)
+    ("combining_take_not_waking_the_next_leader", CB,  # killed by the test's 30 s watchdog: run with --timeout 45
+     "      next.cv_.notify_one();\n", "",
+     cb("many_threads_through_the_gate_destroy_each_object_exactly_once")),
+    ("combining_call_rcu_worker_follows_a_leader", CB,  # killed by the test's 30 s watchdog: run with --timeout 45
+     "    if (detail::on_call_rcu_worker_of<Flavors>::now()) return me.turn_ = turn::alone;\n", "",
+     cb("a_caller_on_a_call_rcu_worker_never_waits_in_the_gate_for_a_leader_whose_drain_needs_that_worker")),
+    ("drain_walks_earliest_lane_first", RM,  # parents before the children of a later lane
+     "      each_reversed([&](auto& l) { l.drain_scan(drain, lock_.released_during_waits(), pause_); });",
+     "      each([&](auto& l) { l.drain_scan(drain, lock_.released_during_waits(), pause_); });",
+     rp("notify_skip\\.a_child_unlisted_before_its_parent_in_the_same_batch_still_goes_first$")),
+    ("gate_lost_race_diagnosed_as_misuse", RG,  # try_unregister(obj) of an object in a deferred flush
+     "          if (lost_race_is_result) {", "          if (false) {",
+     ir("a_gate_caller_beside_a_deferred_flush_draining_a_held_object_goes_alone_and_finds_that_object_going_away")),
+    ("hold_lock_through_drain_ignored", RG,
+     "  return hold_lock_through_drain ? lock_release::barrier_only : lock_release::drain_only;",
+     "  return lock_release::drain_only;",
+     ir("with_hold_lock_through_drain_a_shared_batch_keeps_the_writer_lock_while_its_followers_wait_for_a_held_object")),
+]
+
+
+# Last: every MUTANTS += above is in the list main() runs (a block appended after this line is not).
+if __name__ == "__main__":
+    main()

@@ -23,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/counted_items.hpp"
 #include "support/counting.hpp"
 #include "support/indexed_item.hpp"
 #include "support/misuse_capture.hpp"
@@ -35,19 +36,8 @@ using namespace std::chrono_literals;
 using CF = counting_flavor<struct async_attached_test_tag>;
 
 
-constexpr int kMaxIds = 1024;
-std::atomic<int> g_destroyed[kMaxIds];
-/// Destroy hook's extra work (the hook-calls-the-registry tests), if set.
-std::function<void(item&)> g_on_destroy;
-
-/// No uninit: a batch unlinks nothing after GP #1, so it costs one GP.
-struct items : indexed<item, by_id> {
-  void destroy(item* i) noexcept {
-    ++g_destroyed[i->id];
-    if (g_on_destroy) g_on_destroy(*i);
-    delete i;
-  }
-};
+/// The objects: counted_items (support/counted_items.hpp).
+using items = counted_items;
 using registry_t = basic_registry<CF, std::mutex, items>;
 
 /// Combining on, no batch ever due by age or count: only callers that wait run batches.
@@ -58,20 +48,9 @@ async_options combining(async_options o = {}) {
   return o;
 }
 
-/// A thread registered with memb (the index's flavor) that runs f.
-template <class F>
-std::thread registered_thread(F f) {
-  return std::thread([f = std::move(f)]() mutable {
-    thread_registration<flavor::memb> r;
-    f();
-  });
-}
-
 struct attached : counting_test<async_attached_test_tag> {
-  attached() {
-    for (auto& d : g_destroyed) d = 0;
-  }
-  ~attached() override { g_on_destroy = nullptr; }
+  attached() { reset_counted_items(); }
+  ~attached() override { reset_counted_items(); }
   thread_registration<flavor::memb> reg_;  // the index is a memb rculfhash table
   registry_t reg;
 };

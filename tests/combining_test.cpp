@@ -2,9 +2,10 @@
 // that finds the writer lock free goes alone; callers queued while the lock is held share one
 // batch, each with its own outcome; a leader takes at most max_batch calls; a listener detached
 // while calls are in flight is told nothing more and the calls complete; a shared batch that
-// throws hands its calls back to run alone. The writer lock is held by hand (writer_lock()) to
-// make callers queue, and released once the gate says they are queued: no sleeps; the counting
-// flavor gives exact grace-period counts.
+// throws hands its calls back to run alone; a caller on a call_rcu worker goes alone (never
+// follows a leader whose drain's rcu_barrier needs that worker). The writer lock is held by hand
+// (writer_lock()) to make callers queue, and released once the gate says they are queued: no
+// sleeps; the counting flavor gives exact grace-period counts.
 #define RCUBATCH_INDEX_CHECKS 1
 #include <rcubatch/combining.hpp>
 #include <rcubatch/index/lfht_index.hpp>
@@ -13,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <barrier>
 #include <functional>
 #include <latch>
 #include <mutex>
@@ -21,6 +23,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/counted_items.hpp"
 #include "support/counting.hpp"
 #include "support/indexed_item.hpp"
 #include "support/misuse_capture.hpp"
@@ -32,20 +35,12 @@ namespace {
 using namespace std::chrono_literals;
 using CF = counting_flavor<struct combining_test_tag>;
 
-constexpr int kMaxIds = 64;
-std::atomic<int> g_destroyed[kMaxIds];
-std::function<void(item&)> g_on_destroy;   // the destroy hook's extra work, if set
-std::atomic<int> g_refuse_id{-1};          // validate throws for this id
+std::atomic<int> g_refuse_id{-1};  // validate throws for this id
 
-/// No uninit: a batch unlinks nothing after GP #1, so it costs one GP.
-struct items : indexed<item, by_id> {
+/// counted_items (support/counted_items.hpp) whose validate refuses g_refuse_id.
+struct items : counted_items {
   void validate(item& i) {
     if (i.id == g_refuse_id.load()) throw std::runtime_error("validate refuses it");
-  }
-  void destroy(item* i) noexcept {
-    ++g_destroyed[i->id];
-    if (g_on_destroy) g_on_destroy(*i);
-    delete i;
   }
 };
 using registry_t = basic_registry<CF, std::mutex, items>;
@@ -72,14 +67,6 @@ struct recording_listener final : combining_listener {
   std::vector<combined_batch_report> reports;
 };
 
-template <class F>
-std::thread registered_thread(F f) {
-  return std::thread([f = std::move(f)]() mutable {
-    thread_registration<flavor::memb> r;  // the index's flavor
-    f();
-  });
-}
-
 /// Waits until n calls are queued in reg's gate (they block there: the test holds the lock).
 void until_queued(registry_t& reg, std::size_t n) {
   while (reg.combining_waiting() < n) std::this_thread::yield();
@@ -100,11 +87,9 @@ void queued_while_the_lock_is_held(registry_t& reg, std::vector<std::function<vo
 }
 
 struct combining : counting_test<combining_test_tag> {
-  combining() {
-    for (auto& d : g_destroyed) d = 0;
-  }
+  combining() { reset_counted_items(); }
   ~combining() override {
-    g_on_destroy = nullptr;
+    reset_counted_items();
     g_refuse_id = -1;
   }
   thread_registration<flavor::memb> memb_;
@@ -287,15 +272,23 @@ TEST_F(combining, a_shared_batch_whose_validate_throws_hands_each_call_back_to_r
 }
 
 TEST_F(combining, many_threads_through_the_gate_destroy_each_object_exactly_once) {
-  watchdog dog(60s, "eight threads through the gate");
+  // Eight threads, six rounds: each round the test holds the writer lock until all eight calls
+  // are queued (the first leads), so every round takes batches of 3, 3 and 2 calls (max_batch 3):
+  // the left-over calls get a new leader twice a round. Every object destroyed once, before its
+  // call returns; no batch over max_batch; no call alone (a leader always waited).
+  watchdog dog(30s, "eight threads through the gate, a round at a time");
   registry_t reg(combining_on(3));
+  recording_listener heard;
+  ASSERT_TRUE(reg.attach_combining_listener(heard));
   constexpr int kThreads = 8, kPer = 6;
   std::vector<item*> all;
   for (int i = 0; i < kThreads * kPer; ++i) all.push_back(add_item(reg, i));
+  std::barrier round_starts(kThreads + 1), round_ends(kThreads + 1);
   std::vector<std::thread> callers;
   for (int t = 0; t < kThreads; ++t)
     callers.push_back(registered_thread([&, t] {
       for (int i = 0; i < kPer; ++i) {
+        round_starts.arrive_and_wait();
         item* it = all[static_cast<std::size_t>(t * kPer + i)];
         const int id = it->id;
         if (i % 2 == 0) {
@@ -304,11 +297,31 @@ TEST_F(combining, many_threads_through_the_gate_destroy_each_object_exactly_once
           EXPECT_EQ(reg.try_unregister<by_id>(id).status, unregister_status::unregistered);
         }
         EXPECT_EQ(g_destroyed[id].load(), 1) << "destroyed before its call returned";
+        round_ends.arrive_and_wait();
       }
     }));
+  for (int i = 0; i < kPer; ++i) {
+    {
+      std::unique_lock held(reg.writer_lock());
+      round_starts.arrive_and_wait();
+      until_queued(reg, kThreads);
+    }
+    round_ends.arrive_and_wait();
+  }
   for (auto& t : callers) t.join();
   for (int i = 0; i < kThreads * kPer; ++i) EXPECT_EQ(g_destroyed[i].load(), 1) << i;
-  EXPECT_LE(CF::synchronizes(), static_cast<std::uint64_t>(kThreads * kPer));
+  const auto reports = heard.taken();
+  ASSERT_EQ(reports.size(), static_cast<std::size_t>(3 * kPer)) << "three batches a round";
+  std::size_t calls = 0;
+  for (const combined_batch_report& r : reports) {
+    EXPECT_FALSE(r.alone);
+    EXPECT_LE(r.calls, 3u) << "max_batch";
+    EXPECT_EQ(r.requests, r.calls);
+    calls += r.calls;
+  }
+  EXPECT_EQ(calls, static_cast<std::size_t>(kThreads * kPer));
+  EXPECT_EQ(CF::synchronizes(), static_cast<std::uint64_t>(3 * kPer)) << "one grace period a batch";
+  reg.detach_combining_listener(heard);
 }
 
 // --- qsbr: a follower asleep in the gate is offline -----------------------------------------------
@@ -341,6 +354,87 @@ TEST_F(combining, under_qsbr_a_follower_asleep_in_the_gate_does_not_hold_up_its_
   for (auto& t : callers) t.join();
   EXPECT_EQ(g_destroyed[1].load(), 1);
   EXPECT_EQ(g_destroyed[2].load(), 1);
+}
+
+// --- a caller on a call_rcu worker (issue 35, the gate's seam with deferred teardown) ---------
+
+/// A std::mutex that counts the threads blocked in lock(): a test waits for "a caller is now
+/// blocked for the writer lock" without sleeping (a caller that never blocks is not counted).
+struct observed_mutex {
+  void lock() {
+    if (m.try_lock()) return;
+    blocked.fetch_add(1);
+    m.lock();
+    blocked.fetch_sub(1);
+  }
+  bool try_lock() { return m.try_lock(); }
+  void unlock() { m.unlock(); }
+  std::mutex m;
+  std::atomic<int> blocked{0};
+};
+
+/// Real memb grace periods and barriers (the counting flavor's barrier runs no worker).
+using memb_registry = basic_registry<flavor::memb, observed_mutex, items>;
+
+/// What the call_rcu callback below works on (a callback is a plain function).
+struct worker_unregister {
+  rcu_head head{};
+  memb_registry* reg = nullptr;
+  item* obj = nullptr;
+  std::atomic<bool> started{false};
+  std::latch done{1};
+  std::size_t objects = 0;
+};
+worker_unregister* g_worker = nullptr;
+
+/// A deferred teardown: registry::unregister from a memb call_rcu worker.
+void unregister_on_worker(rcu_head*) {
+  g_worker->started = true;
+  g_worker->objects = g_worker->reg->unregister(*g_worker->obj).objects;
+  g_worker->done.count_down();
+}
+
+TEST_F(combining, a_caller_on_a_call_rcu_worker_never_waits_in_the_gate_for_a_leader_whose_drain_needs_that_worker) {
+  // Leader L queues (the test holds the writer lock); a call_rcu callback then calls unregister
+  // while L waits. Had it followed L, L's batch would drain X (held) and run rcu_barrier, which
+  // waits for this worker, asleep in the gate until L's batch ends: a deadlock, into the
+  // watchdog. A caller on a worker goes alone instead (combining.hpp, "Alone").
+  watchdog dog(30s, "a call_rcu worker's unregister while a leader's drain runs rcu_barrier");
+  grace_domain<flavor::memb> memb_domain;
+  std::latch drain_sleeps(1);
+  std::atomic<bool> told{false};
+  registry_options o = combining_on();
+  o.rollback.drain.before_sleep = [&] {  // L's drain found X held; its barrier comes next
+    if (!told.exchange(true)) drain_sleeps.count_down();
+  };
+  memb_registry reg(o, memb_domain);
+  item* x = add_item(reg, 1);
+  item* y = add_item(reg, 2);
+  x->refs().hold();
+  worker_unregister work;
+  work.reg = &reg;
+  work.obj = y;
+  g_worker = &work;
+  std::thread leader;
+  {
+    std::unique_lock held(reg.writer_lock());
+    leader = registered_thread([&] { EXPECT_EQ(reg.unregister(*x).objects, 1u); });
+    while (reg.combining_waiting() < 1) std::this_thread::yield();  // L leads, blocked for the lock
+    call_after_grace_period<flavor::memb, unregister_on_worker>(&work.head);
+    // The worker's call is queued behind L (a follower: the seam) or blocked for the lock itself
+    // (alone): either way it waits for this thread to let go.
+    while (reg.combining_waiting() < 2 && reg.writer_lock().underlying().blocked.load() < 2) std::this_thread::yield();
+  }
+  drain_sleeps.wait();  // some batch found X held: L's, whose barrier needs the worker to be free
+  work.done.wait();     // the worker's call returned: it did not wait for L's batch
+  EXPECT_EQ(work.objects, 1u);
+  EXPECT_EQ(g_destroyed[2].load(), 1);
+  EXPECT_EQ(g_destroyed[1].load(), 0) << "X is still held";
+  x->refs().put();
+  leader.join();
+  EXPECT_EQ(g_destroyed[1].load(), 1);
+  g_worker = nullptr;
+  memb_domain.barrier();  // call_after_grace_period's requirement: nothing queued at exit
 }
 
 }  // namespace

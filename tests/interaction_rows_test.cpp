@@ -19,6 +19,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <latch>
 #include <mutex>
 #include <set>
@@ -382,6 +383,106 @@ TEST(interaction_rows, replaces_and_add_under_between_two_chunks_of_an_unlist_me
   EXPECT_EQ(fresh100->nodes.size(), 3u) << "box 100's two nodes moved to its new version, and the one added under it";
   for (const node& n : fresh100->nodes) EXPECT_EQ(n.owner.parent(), fresh100);
   EXPECT_EQ(t.unregister(*fresh100).objects, 4u);
+}
+
+// ---- combining × the deferred flush, × hold_lock_through_drain ----
+
+/// A combining row's setup: a registered thread, its own domain, and options whose callers
+/// combine (combining.hpp) and whose drain, the first time it is about to sleep on a held object,
+/// runs `first_sleep` (if set) and opens drain_sleeps.
+struct combining_row {
+  combining_row() {
+    for (auto& d : g_item_destroyed) d = 0;
+    options.combining.enabled = true;
+    options.rollback.drain.before_sleep = [this] {
+      if (told.exchange(true)) return;
+      if (first_sleep) first_sleep();
+      drain_sleeps.count_down();
+    };
+  }
+  thread_registration<flavor::memb> self;
+  grace_domain<flavor::memb> domain;
+  std::latch drain_sleeps{1};
+  std::atomic<bool> told{false};
+  std::function<void()> first_sleep;
+  registry_options options;
+};
+
+TEST(interaction_rows, a_gate_caller_beside_a_deferred_flush_draining_a_held_object_goes_alone_and_finds_that_object_going_away) {
+  // Row "combining × deferred flush": the flush is one batch of its own (never through the
+  // gate); its drain runs on the flusher's thread without the writer lock, so a gate caller
+  // meanwhile finds the lock free and goes alone at once; try_unregister of the flushed object
+  // still held is a lost race (already_unregistering), nothing changed.
+  watchdog dog(60s, "a gate caller beside a deferred flush draining a held object");
+  combining_row row;
+  item_table reg(row.options, row.domain);
+  struct alone_listener final : combining_listener {
+    void combined_batch_ran(const combined_batch_report& r) noexcept override { alone = r.alone && r.calls == 1; }
+    bool alone = false;
+  } heard;
+  ASSERT_TRUE(reg.attach_combining_listener(heard));
+  deferred_destroy flusher;
+  std::vector<item*> flushed_items = add_items(reg, 3);  // ids 0..2
+  item* other = add_item(reg, 3);
+  flushed_items[1]->refs().hold();
+  flush_ticket flushed = reg.unregister_many_deferred(flushed_items, flusher);
+  row.drain_sleeps.wait();  // the flusher's drain waits for object 1
+  unregister_result lost;
+  EXPECT_NO_THROW(lost = reg.try_unregister(*flushed_items[1])) << "a lost race is a result, not misuse";
+  EXPECT_EQ(lost.status, unregister_status::already_unregistering);
+  const batch_stats st = reg.unregister(*other);  // the lock is free: alone, at once
+  EXPECT_EQ(st.objects, 1u);
+  EXPECT_TRUE(heard.alone) << "its batch went alone: the flush's drain does not hold the writer lock";
+  EXPECT_EQ(g_item_destroyed[3].load(), 1);
+  EXPECT_EQ(g_item_destroyed[1].load(), 0) << "still held";
+  reg.detach_combining_listener(heard);
+  flushed_items[1]->refs().put();
+  EXPECT_EQ(flushed.wait().objects, 3u);
+  for (int id = 0; id <= 3; ++id) EXPECT_EQ(g_item_destroyed[id].load(), 1) << "object " << id << " destroyed once";
+}
+
+TEST(interaction_rows, with_hold_lock_through_drain_a_shared_batch_keeps_the_writer_lock_while_its_followers_wait_for_a_held_object) {
+  // Row "combining × hold_lock_through_drain": callers queued behind the test's hold of the
+  // writer lock share one batch; its drain (on the leader's thread) keeps the lock while it waits
+  // for a held object, and the follower's call returns only once that object is let go (its
+  // batch ended). Nothing needs the follower meanwhile: no deadlock.
+  watchdog dog(60s, "hold_lock_through_drain and a shared batch waiting for a held object");
+  combining_row row;
+  row.options.hold_lock_through_drain = true;
+  item_table* table = nullptr;
+  std::atomic<bool> lock_held_in_drain{false};
+  row.first_sleep = [&] { lock_held_in_drain = table->writer_lock().held_by_caller(); };
+  item_table reg(row.options, row.domain);
+  table = &reg;
+  item* held = add_item(reg, 1);
+  item* free_one = add_item(reg, 2);
+  held->refs().hold();
+  std::atomic<bool> follower_returned{false};
+  std::thread leader, follower;
+  const auto caller = [](item_table& r, item* it, std::atomic<bool>* returned) {
+    return std::thread([&r, it, returned] {
+      thread_registration<flavor::memb> registered;
+      EXPECT_EQ(r.unregister(*it).objects, 1u);
+      if (returned != nullptr) *returned = true;
+    });
+  };
+  {
+    std::unique_lock lock(reg.writer_lock());
+    leader = caller(reg, held, nullptr);
+    while (reg.combining_waiting() < 1) std::this_thread::yield();
+    follower = caller(reg, free_one, &follower_returned);
+    while (reg.combining_waiting() < 2) std::this_thread::yield();
+  }
+  row.drain_sleeps.wait();
+  EXPECT_TRUE(lock_held_in_drain.load()) << "hold_lock_through_drain: the shared batch's drain keeps the lock";
+  EXPECT_FALSE(follower_returned.load()) << "the follower's batch has not ended: object 1 is held";
+  EXPECT_EQ(g_item_destroyed[1].load(), 0);
+  held->refs().put();
+  leader.join();
+  follower.join();
+  EXPECT_TRUE(follower_returned.load());
+  EXPECT_EQ(g_item_destroyed[1].load(), 1);
+  EXPECT_EQ(g_item_destroyed[2].load(), 1);
 }
 
 }  // namespace

@@ -18,6 +18,12 @@
 //   would do better alone goes alone. Not while callers the last shared batch released are still
 //   away (combining_options::gather_released): they are runnable and, in a closed loop, about to
 //   call again, so this caller leads a batch they can join.
+//   A caller on a call_rcu worker of the registry's flavors (unregister from a call_rcu
+//   callback: a deferred teardown) always goes alone, waiting for the writer lock if it must,
+//   and never leads nor follows: a leader's drain may run the flavor's rcu_barrier, which waits
+//   for that worker — asleep in the gate as a follower, it would never return; and as a leader
+//   it would drain others' objects without the barrier (ref_drain.hpp, guarantee 5). Test:
+//   combining.a_caller_on_a_call_rcu_worker_never_waits_in_the_gate_for_a_leader_whose_drain_needs_that_worker.
 // - Leader. Otherwise it queues its call; if no leader is waiting, it becomes the leader: it
 //   blocks for the writer lock (offline under qsbr), then takes the calls queued by then — its
 //   own first, at most combining_options::max_batch — and runs them as one batch of the registry
@@ -188,12 +194,15 @@ class combining_gate {
     return queue_.size();
   }
 
-  /// Effects: queues c; if no leader is waiting, c's caller leads (returns turn::lead at once);
+  /// Effects: on a call_rcu worker of Flavors, returns turn::alone at once (nothing queued).
+  /// Otherwise queues c; if no leader is waiting, c's caller leads (returns turn::lead at once);
   /// otherwise blocks (offline under qsbr) until a leader ran c (done), made it the next leader
   /// (lead), or handed it back (alone). Returns c's turn then.
   /// Blocking: as said; never while holding the gate's mutex past the wait.
   turn arrive(Call& c) {
     call& me = c;
+    // A call_rcu worker never queues (file comment, "Alone"): its caller takes the writer lock itself.
+    if (detail::on_call_rcu_worker_of<Flavors>::now()) return me.turn_ = turn::alone;
     std::unique_lock lock(m_);
     queue_.push_back(c);
     if (const std::size_t a = away_.load(std::memory_order_relaxed); a != 0) away_.store(a - 1, std::memory_order_relaxed);

@@ -84,4 +84,15 @@ void lock_offline(Lockable& lock) {
   }
 }
 
+/// True when the calling thread is a call_rcu worker of any of Flavors (one flavor or a
+/// std::tuple of them; on_call_rcu_worker, flavor.hpp). Such a thread must not wait for work that
+/// may need a barrier of one of them: the barrier would wait for this worker (combining.hpp's
+/// gate sends such a caller alone). O(flavors), never blocks.
+template <class... Flavors>
+struct on_call_rcu_worker_of {
+  static bool now() noexcept { return (on_call_rcu_worker<Flavors>() || ...); }
+};
+template <class... Flavors>
+struct on_call_rcu_worker_of<std::tuple<Flavors...>> : on_call_rcu_worker_of<Flavors...> {};
+
 }  // namespace rcubatch::detail
