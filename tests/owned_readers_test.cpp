@@ -51,14 +51,19 @@ using stream_ids = lfht_index<stream, &stream::by_id, key_member<&stream::id>, f
 /// Destroyed children and sessions, poisoned and kept until the readers have stopped.
 inline std::vector<std::unique_ptr<stream>>* g_dead = nullptr;
 inline std::vector<std::unique_ptr<session>>* g_dead_sessions = nullptr;
-/// Run by the session policy's replace right after it published the new session (the writer lock
-/// held, the replace not finished), if set.
+/// Run by the session policy's replace and publish right after it published a session (the
+/// writer lock held, the replace or add not finished), if set.
 inline std::function<void()> g_after_publish;
 
 struct session_policy : indexed<session, session_ids>, owning<&session::streams> {
   void replace(session& old, session& fresh) {
     indexed<session, session_ids>::replace(old, fresh);
     if (g_after_publish) g_after_publish();
+  }
+  publish_result publish(session& s) {
+    const publish_result r = indexed<session, session_ids>::publish(s);
+    if (g_after_publish && r == publish_result::published) g_after_publish();
+    return r;
   }
   void destroy(session* s) noexcept {
     s->poison.store(kPoison);
@@ -279,6 +284,60 @@ TEST_F(owned_readers, a_reader_finding_the_new_parent_the_moment_a_replace_keepi
   g_after_publish = nullptr;
   EXPECT_EQ(found, fresh) << "the reader ran after the publish";
   EXPECT_EQ(seen, (std::vector<std::uint64_t>{1, 2, 3}));
+  EXPECT_EQ(walk_ids(*fresh), writer_ids(*fresh));
+  EXPECT_EQ(t.unregister(*fresh).objects, 4u);
+}
+
+/// Sets g_after_publish to a reader on its own thread (no lock, no grace period: it cannot wait
+/// for the writer) that finds session 1 by key and records what it found and the ids it walks.
+void read_session_after_publish(table& t, const session*& found, std::vector<std::uint64_t>& seen) {
+  g_after_publish = [&t, &found, &seen] {
+    std::thread reader([&] {
+      thread_registration<flavor::memb> registered;
+      read_guard<flavor::memb> guard;
+      found = t.find<session_ids>(guard, std::uint64_t{1});
+      if (found != nullptr)
+        for (const stream& st : found->streams.rcu_range()) seen.push_back(st.id);
+    });
+    reader.join();
+  };
+}
+
+TEST_F(owned_readers, a_reader_finding_the_parent_the_moment_add_with_children_publishes_it_sees_every_child) {
+  // The session policy's publish runs a reader right after it published the session, before
+  // add_with_children goes on (the writer lock held). The children are in the session's readers'
+  // chain before its publish (they were linked only after it once, and such a reader saw none).
+  watchdog dog(std::chrono::seconds(60), "a reader inside add_with_children");
+  auto* s = new session(1);
+  std::vector<stream*> kids{new stream(1), new stream(2), new stream(3)};
+  const session* found = nullptr;
+  std::vector<std::uint64_t> seen;
+  read_session_after_publish(t, found, seen);
+  ASSERT_EQ(t.add_with_children(*s, kids).status, add_status::added);
+  g_after_publish = nullptr;
+  EXPECT_EQ(found, s) << "the reader ran after the publish";
+  EXPECT_EQ(seen, (std::vector<std::uint64_t>{1, 2, 3}));
+  EXPECT_EQ(walk_ids(*s), writer_ids(*s));
+  EXPECT_EQ(t.unregister(*s).objects, 4u);
+}
+
+TEST_F(owned_readers, a_reader_finding_the_new_parent_the_moment_replace_with_children_publishes_it_sees_every_new_child) {
+  // As above, for replace_with_children: the policy's replace runs the reader right after the new
+  // session took the old one's place; it sees the new children (2 replacing old ones by key, 1
+  // new), never an empty list.
+  watchdog dog(std::chrono::seconds(60), "a reader inside replace_with_children");
+  std::vector<stream*> c;
+  session* old = open(1, 3, c);
+  auto* fresh = new session(1);
+  std::vector<stream*> kids{new stream(2), new stream(3), new stream(4)};
+  const session* found = nullptr;
+  std::vector<std::uint64_t> seen;
+  read_session_after_publish(t, found, seen);
+  const replace_result r = t.replace_with_children(*old, *fresh, kids);
+  g_after_publish = nullptr;
+  ASSERT_TRUE(r.replaced);
+  EXPECT_EQ(found, fresh) << "the reader ran after the publish";
+  EXPECT_EQ(seen, (std::vector<std::uint64_t>{2, 3, 4}));
   EXPECT_EQ(walk_ids(*fresh), writer_ids(*fresh));
   EXPECT_EQ(t.unregister(*fresh).objects, 4u);
 }

@@ -1885,16 +1885,21 @@ class basic_registry {
     }
     auto& pp = std::get<kp>(policies_);
     auto& cp = std::get<kc>(policies_);
-    std::size_t done = 0;  // children published
+    std::size_t done = 0;    // children published
+    std::size_t linked = 0;  // children linked into parent's list
     bool exposed = false;
     bool parent_published = false;
     auto undo = [&]() noexcept {
       while (done > 0) cp.unlist(*fresh[--done]);
+      while (linked > 0) Rel::unlink(parent, *fresh[--linked]);
       if (exposed) domain_->synchronize();  // readers may have found a new object: the caller frees them
     };
     try {
       for (C* c : fresh)
         if (Rel::hook_of(*c).parent() == nullptr) Rel::hook_of(*c).set_parent(parent);
+      // In parent's readers' chain before anything is published: a reader that finds the parent
+      // the moment it is published sees every child (linked after, they were missing in between).
+      for (; linked < fresh.size(); ++linked) Rel::link(parent, *fresh[linked]);
       for (; done < fresh.size(); ++done) {
         const publish_result r = detail::to_publish_result(cp.publish(*fresh[done]));
         if (r != publish_result::published) {
@@ -1921,10 +1926,7 @@ class basic_registry {
     // --- nothing below fails ---
     link_owned(parent);
     parent.mark_registered();
-    for (C* c : fresh) {
-      c->mark_registered();
-      link_owned(*c);
-    }
+    for (C* c : fresh) c->mark_registered();  // linked into parent's list before the publishes
     res.status = add_status::added;
     return res;
   }
@@ -1975,6 +1977,7 @@ class basic_registry {
     }
     // --- apply, remembering how far: undo() takes back exactly what was done ---
     bool parent_swapped = false;
+    std::size_t linked = 0;   // new children linked into new_p's list
     std::size_t applied = 0;  // new children handled (replaced an old one, or published)
     bool exposed = false;
     auto undo = [&]() noexcept {
@@ -1988,16 +1991,21 @@ class basic_registry {
           cp.unlist(c);
         }
       }
+      while (linked > 0) Rel::unlink(new_p, *fresh[--linked]);
       if (parent_swapped) pp.replace(new_p, old_p);
       if (exposed) domain_->synchronize();  // readers may have found a new object: the caller frees them
     };
     try {
+      for (C* c : fresh)
+        if (Rel::hook_of(*c).parent() == nullptr) Rel::hook_of(*c).set_parent(new_p);
+      // In new_p's readers' chain before new_p is published (as add_family's): a reader that finds
+      // new_p the moment it takes old_p's place sees every new child (linked after, none in between).
+      for (; linked < fresh.size(); ++linked) Rel::link(new_p, *fresh[linked]);
       pp.replace(old_p, new_p);  // throws with nothing changed
       parent_swapped = exposed = true;
       auto& index0 = cp.template index<first_index>();
       for (; applied < fresh.size(); ++applied) {
         C& c = *fresh[applied];
-        if (Rel::hook_of(c).parent() == nullptr) Rel::hook_of(c).set_parent(new_p);
         C* existing = index0.find_locked(index0.key_of(c));
         if (existing != nullptr) {
           const bool old_child = Rel::hook_of(*existing).is_linked() && Rel::hook_of(*existing).parent() == &old_p &&
@@ -2028,8 +2036,7 @@ class basic_registry {
     new_p.mark_registered();
     detail::registrable_access::set_unlisted_early(old_p, true);  // its batch skips the unlist
     for (std::size_t i = 0; i < fresh.size(); ++i) {
-      fresh[i]->mark_registered();
-      link_owned(*fresh[i]);
+      fresh[i]->mark_registered();  // linked into new_p's list before the publishes
       if (C* old_c = replaced_old[i]) q.template of<C>().push(*old_c);  // unlisted: the queue's own push
     }
     result.replaced = true;
