@@ -222,7 +222,7 @@ MUTANTS = [
      "lock_offline<Flavors>(lock_);", "lock_.lock();",
      ("rcubatch_qsbr_writers", r"^stress\.qsbr_writers$")),
     ("wrong_registry_not_checked_at_push", RG,
-     "if (!registry_->template owns<k>(static_cast<object_at<k>&>(obj))) [[unlikely]]", "if (false) [[unlikely]]",
+     "    if (!owns<k>(obj)) [[unlikely]] {", "    if (false) [[unlikely]] {",
      rg("an_object_of_another_registry_is_refused_with_nothing_changed")),
     ("drain_holds_writer_lock_by_default", RG,
      "return hold_lock_through_drain ? lock_release::barrier_only : lock_release::drain_only;",

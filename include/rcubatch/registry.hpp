@@ -531,15 +531,7 @@ class basic_registry {
         ++refused_;
         return false;
       }
-      if (!registry_->template owns<k>(static_cast<object_at<k>&>(obj))) [[unlikely]] {
-        q.remove(obj);
-        registry_->report_wrong_registry("registry::unregister");
-        ++refused_;
-        return false;
-      }
-      if (registry_->template children_left_behind<k>(obj)) [[unlikely]] {
-        q.remove(obj);
-        report_children_left_behind("registry::unregister");
+      if (!registry_->admit_queued(q, static_cast<object_at<k>&>(obj), "registry::unregister")) [[unlikely]] {
         ++refused_;
         return false;
       }
@@ -1182,6 +1174,51 @@ class basic_registry {
   /// Complexity: O(kPhases). Blocking: a copy-long lock.
   registry_counters counters() const noexcept { return {batch_totals_.read(), domain_->stats()}; }
 
+  // ---- The checks a batch of this registry's objects is queued through: unregister_with's ----
+  // ---- queues, and async_unregister's submit and unregister (its whole seam: no friend). ----
+
+  /// The admission of an object just queued for a batch run on this registry's policies.
+  /// Requires: the writer lock; obj was just pushed into q (unreg_queue::push returned true), a
+  /// queue whose batch runs on this registry's policies (unregister_with's queues, an attached
+  /// async_unregister's); T is a policy's object type (a compile error otherwise).
+  /// Effects: true when such a batch may tear obj down: its policy publishes it here (`bool
+  /// owns(const T&)`, if the policy has one: indexed has it), and no owner_hook names it as a
+  /// parent while its policy here declares no owning<> (owned.hpp: its children would stay
+  /// indexed and point at it). Otherwise obj is taken out of q again and the misuse diagnosed,
+  /// naming `caller` (wrong_registry, not_in_batch): false under misuse_policy::report, nothing
+  /// changed; misuse_error thrown under throw_error, obj out of q.
+  /// Thread safety: the writer lock's holder. Complexity: O(1). Blocking: never.
+  template <class T>
+  bool admit_queued(unreg_queue<T>& q, std::type_identity_t<T>& obj, const char* caller) {
+    constexpr std::size_t k = slot_of<T>();
+    if (!owns<k>(obj)) [[unlikely]] {
+      q.remove(obj);
+      report_wrong_registry(caller);
+      return false;
+    }
+    if (children_left_behind<k>(obj)) [[unlikely]] {
+      q.remove(obj);
+      report_children_left_behind(caller);
+      return false;
+    }
+    return true;
+  }
+  /// Not on the thread that holds the writer lock (a hook of a batch holding it, or code under
+  /// writer_lock()): a call that takes the lock, or waits for a batch that takes it, would wait
+  /// for itself. Effects: true when the calling thread does not hold the writer lock; otherwise
+  /// misuse holds_writer_lock is diagnosed naming `caller` ("registry::add",
+  /// "async_unregister::submit"): false under misuse_policy::report, misuse_error thrown under
+  /// throw_error. Thread safety: any thread. Complexity: O(1). Blocking: never.
+  bool lock_not_held(const char* caller) {
+    if (!mutex_.held_by_caller()) [[likely]]
+      return true;
+    detail::diag_text msg(caller);
+    msg += " called by the thread that holds the registry's writer lock (a hook of a batch that holds it, or "
+           "code under writer_lock()): it would wait for itself; nothing was changed";
+    detail::diagnose(misuse_kind::holds_writer_lock, msg.view());
+    return false;
+  }
+
   /// Combining (combining.hpp): attaches `l`, which the gate then tells about every batch that
   /// ran gate calls (combining_listener), and turns combining on while it is attached — what
   /// async_unregister does with combine_registry_unregister. Returns false, nothing changed, when
@@ -1601,19 +1638,6 @@ class basic_registry {
     msg += ": the object is registered, but not in this registry (another registry of the same type, "
            "or unlinked by hand); nothing was changed";
     detail::diagnose(misuse_kind::wrong_registry, msg.view());
-  }
-
-  /// Not on the thread that holds the writer lock: a hook of a batch holding it, or code under
-  /// writer_lock(). Taking it again (or waiting for a batch that takes it) would wait for itself.
-  /// `caller` names the member ("registry::add", "async_unregister::submit").
-  bool lock_not_held(const char* caller) {
-    if (!mutex_.held_by_caller()) [[likely]]
-      return true;
-    detail::diag_text msg(caller);
-    msg += " called by the thread that holds the registry's writer lock (a hook of a batch that holds it, or "
-           "code under writer_lock()): it would wait for itself; nothing was changed";
-    detail::diagnose(misuse_kind::holds_writer_lock, msg.view());
-    return false;
   }
 
   bool outside_read_section(const char* what) {
@@ -2044,9 +2068,6 @@ class basic_registry {
     result.stats = run(q, std::index_sequence_for<Policies...>{});
     return result;
   }
-
-  template <class>
-  friend class async_unregister;  // its submit path uses owns, report_wrong_registry, lock_not_held
 
   writer_lock_type mutex_;
   registry_options options_;
