@@ -53,6 +53,8 @@ RD = "include/rcubatch/ref_drain.hpp"
 AU = "include/rcubatch/async_unregister.hpp"
 CB = "include/rcubatch/combining.hpp"
 RG = "include/rcubatch/registry.hpp"
+RGT = "include/rcubatch/registry_types.hpp"  # split out of registry.hpp (issue 35)
+IX = "include/rcubatch/indexed.hpp"  # split out of registry.hpp (issue 35)
 RB = "include/rcubatch/registrable.hpp"
 WL = "include/rcubatch/detail/writer_lock.hpp"
 RT = "include/rcubatch/ref_tracker.hpp"
@@ -224,7 +226,7 @@ MUTANTS = [
     ("wrong_registry_not_checked_at_push", RG,
      "    if (!owns<k>(obj)) [[unlikely]] {", "    if (false) [[unlikely]] {",
      rg("an_object_of_another_registry_is_refused_with_nothing_changed")),
-    ("drain_holds_writer_lock_by_default", RG,
+    ("drain_holds_writer_lock_by_default", RGT,
      "return hold_lock_through_drain ? lock_release::barrier_only : lock_release::drain_only;",
      "return lock_release::never;",
      rg("a_holder_that_writes_while_its_object_drains_is_not_blocked")),
@@ -410,7 +412,7 @@ MUTANTS += [  # issue 37: registry semantics, round 2 (each killed by hand on 20
     ("add_and_hold_takes_no_hold", RG,
      "if (hold) t.refs().hold();", "(void)hold;",
      rs("add_and_hold_returns_the_object_held_until_the_caller_puts_it")),
-    ("indexed_ignores_index_arguments", RG,
+    ("indexed_ignores_index_arguments", IX,
      "explicit indexed(IndexArgs&&... per_index) : indexes_(std::forward<IndexArgs>(per_index)...) {}",
      "explicit indexed(IndexArgs&&...) : indexes_() {}",
      rs("the_registry_constructs_its_policies_and_indexes_from_the_arguments_given")),
