@@ -370,40 +370,7 @@ class basic_registry {
   /// The drain runs after the return, when the range may be gone: it never reads it, and with
   /// reclaimer.options().copy_order_hint (the default) prefetches through a copy the call makes.
   template <class Range>
-  flush_ticket unregister_many_deferred(Range&& objects, deferred_destroy& reclaimer) {
-    if (!outside_read_section("unregister_many_deferred") || !lock_not_held("registry::unregister_many_deferred")) {
-      batch_stats refused;
-      refused.refused = true;
-      return flush_ticket(refused);
-    }
-    auto job = std::make_unique<flush_job>(*this);
-    auto state = std::make_shared<detail::flush_state>();
-    state->wait_fn = &detail::flush_state::wait_offline<thread_flavors>;
-    {
-      std::unique_lock lock(mutex_);
-      // The hint (unregister_many's Cost) for the passes before the return only: flush_job::start
-      // drops it before the hand-off, since the drain runs when `objects` may be gone.
-      job->q.order_ = order_hint_of(objects);
-      push_all(job->q, objects);
-      if (job->q.refused_ > 0 && job->q.size() == 0) {
-        batch_stats refused;
-        refused.refused = true;
-        return flush_ticket(refused);
-      }
-      if (!job->start()) {  // nothing queued (or refused in a read section): done here
-        batch_totals_.add(job->engine->stats());
-        return flush_ticket(job->engine->stats());
-      }
-      lock.release();             // the batch's own lock ref releases it now, on this thread
-      job->engine->hand_off_lock();
-    }
-    if (reclaimer.options().copy_order_hint) job->keep_order_hint(objects);
-    state->at_handoff = job->engine->stats();
-    job->objects = state->at_handoff.objects;
-    job->state = state;
-    reclaimer.submit<thread_flavors>(std::move(job));
-    return flush_ticket(std::move(state));
-  }
+  flush_ticket unregister_many_deferred(Range&& objects, deferred_destroy& reclaimer);
 
   /// Delete by key: the server's everyday call, and the safe one when threads race to delete the
   /// same object (two threads, one key: exactly one gets unregistered, the other not_found, and
@@ -433,28 +400,7 @@ class basic_registry {
   /// found, and keys naming an object already queued by this call, count in `missed`. Always the
   /// registry's own batch, attached reclaimer or not.
   template <class I, class Keys>
-  unregister_result try_unregister_many(const Keys& keys) {
-    unregister_result r;
-    std::size_t going = 0;  // found, but already going away
-    r.stats = unregister_with([&](queues& q) {
-      auto& index_ = index<I>();
-      for (const auto& key : keys) {
-        auto* obj = index_.find_locked(key);
-        if (obj == nullptr || q.contains(*obj)) {
-          ++r.missed;
-        } else if (going_away(*obj)) {  // still listed, in a running batch (a chunked unlist's)
-          ++r.missed;
-          ++going;
-        } else if (q.push(*obj)) {
-          ++r.unregistered;
-        }
-      }
-    });
-    if (r.unregistered > 0) r.status = unregister_status::unregistered;
-    else if (r.stats.refused) r.status = unregister_status::refused;  // every key found was refused (report)
-    else if (going > 0) r.status = unregister_status::already_unregistering;
-    return r;
-  }
+  unregister_result try_unregister_many(const Keys& keys);
 
   /// By object, for callers that know obj is alive (they hold a reference to it, or own it until
   /// its destroy) but not whether another thread is already deleting it: "delete it unless it is
@@ -543,27 +489,7 @@ class basic_registry {
   /// (nothing changed). Complexity: O(children) lookups and links, plus the batch.
   /// Blocking: the writer lock, the batch (as unregister), one grace period on refusal.
   template <class Parent, class Range>
-  replace_result replace_with_children(Parent& old_parent, Parent& new_parent, Range&& new_children) {
-    constexpr std::size_t kp = slot_of<Parent>();
-    using P = object_at<kp>;
-    using C = std::remove_pointer_t<std::remove_cvref_t<decltype(*std::begin(new_children))>>;
-    constexpr std::size_t kc = slot_of<C>();
-    using Rel = owner_of<object_at<kc>>;
-    static_assert(!std::is_void_v<Rel>, "rcubatch::registry::replace_with_children: the children's type is not owned "
-                                        "(no policy declares owning<&Parent::list> for it)");
-    if constexpr (!std::is_void_v<Rel>) {
-      static_assert(std::is_same_v<typename Rel::parent_type, P>,
-                    "rcubatch::registry::replace_with_children: the children's owner type is not the parent's type");
-      constexpr bool finds_old_child = detail::looks_up_by_object<std::tuple_element_t<kc, std::tuple<Policies...>>>;
-      static_assert(finds_old_child,
-                    "rcubatch::registry::replace_with_children: the children's policy must find the old child a new "
-                    "one replaces, so its first index needs `key_of(const T&)` and `T* find_locked(const Key&)` "
-                    "(lfht_index and hlist_index have both)");
-      if constexpr (finds_old_child)  // no second, raw error from the body
-        return replace_family<kp, kc, Rel>([&old_parent]() noexcept { return &static_cast<P&>(old_parent); },
-                                           static_cast<P&>(new_parent), new_children);
-    }
-  }
+  replace_result replace_with_children(Parent& old_parent, Parent& new_parent, Range&& new_children);
 
   // ---- Issue 37: replace by key, families added whole, adds under a parent's key, conditional ----
   // ---- deletes, flush by predicate, bounded tables. Every lost race is a result, not misuse.   ----
@@ -610,19 +536,7 @@ class basic_registry {
   /// changed and the new objects are the caller's. Requires, Misuse, Throws, Blocking: as
   /// replace_with_children; I is an index of Parent's policy with find_locked.
   template <class I, class K, class Parent, class Range>
-  replace_result try_replace_with_children(const K& key, Parent& new_parent, Range&& new_children) {
-    constexpr std::size_t kp = slot_of<Parent>();
-    using P = object_at<kp>;
-    using C = std::remove_pointer_t<std::remove_cvref_t<decltype(*std::begin(new_children))>>;
-    using Rel = owner_of<object_at<slot_of<C>()>>;
-    static_assert(!std::is_void_v<Rel> && std::is_same_v<typename detail::relation_or_void<Rel>::parent, P>,
-                  "rcubatch::registry::try_replace_with_children: the children's type is not owned by the parent's "
-                  "(no policy declares owning<&Parent::list> for it)");
-    static_assert(std::is_same_v<std::remove_cvref_t<decltype(*index<I>().find_locked(key))>, P>,
-                  "rcubatch::registry::try_replace_with_children: index I does not hold the parent's type");
-    return replace_family<kp, slot_of<C>(), Rel>([this, &key]() { return index<I>().find_locked(key); },
-                                                 static_cast<P&>(new_parent), new_children);
-  }
+  replace_result try_replace_with_children(const K& key, Parent& new_parent, Range&& new_children);
 
   /// Publish a family whole: parent and children (objects or pointers, as replace_with_children
   /// takes them) under one hold of the writer lock, all or none. The children are published
@@ -640,19 +554,7 @@ class basic_registry {
   /// (std::invalid_argument). Throws: as above; what publish throws (after undoing and a grace
   /// period). Complexity: O(children) publishes. Blocking: the writer lock; one GP on refusal.
   template <class Parent, class Range>
-  add_result add_with_children(Parent& parent, Range&& children) {
-    constexpr std::size_t kp = slot_of<Parent>();
-    using C = std::remove_pointer_t<std::remove_cvref_t<decltype(*std::begin(children))>>;
-    constexpr std::size_t kc = slot_of<C>();
-    using Rel = owner_of<object_at<kc>>;
-    static_assert(!std::is_void_v<Rel> && std::is_same_v<typename detail::relation_or_void<Rel>::parent, object_at<kp>>,
-                  "rcubatch::registry::add_with_children: the children's type is not owned by the parent's (no "
-                  "policy declares owning<&Parent::list> for it)");
-    if constexpr (!std::is_void_v<Rel>)
-      return add_family<kp, kc, Rel>(static_cast<object_at<kp>&>(parent), children);
-    else
-      return {};
-  }
+  add_result add_with_children(Parent& parent, Range&& children);
 
   /// Add a child under its parent's key: as add, with the parent looked up under the writer lock
   /// in its index ParentIndex, so a parent deleted concurrently refuses the child instead of
@@ -663,30 +565,7 @@ class basic_registry {
   /// published); duplicate; full; refused (misuse under report). Misuse: as add; a child naming
   /// another parent (std::invalid_argument, nothing changed). Blocking: as add.
   template <class ParentIndex, class K, class U>
-  add_result add_under(const K& parent_key, U& child) {
-    constexpr std::size_t k = slot_of<U>();
-    using Rel = owner_of<object_at<k>>;
-    static_assert(!std::is_void_v<Rel>, "rcubatch::registry::add_under: the child's type is not owned (no policy "
-                                        "declares owning<&Parent::list> for it)");
-    if constexpr (!std::is_void_v<Rel>) {
-      using P = typename Rel::parent_type;
-      static_assert(std::is_same_v<std::remove_cvref_t<decltype(*index<ParentIndex>().find_locked(parent_key))>, P>,
-                    "rcubatch::registry::add_under: ParentIndex does not hold the child's parent type");
-      return add_core<k>(static_cast<object_at<k>&>(child), "registry::add_under",
-                         [this, &parent_key](object_at<k>& c) {
-                           P* const p = index<ParentIndex>().find_locked(parent_key);
-                           if (p == nullptr || going_away(*p)) return add_status::parent_gone;
-                           P* const named = Rel::hook_of(c).parent();
-                           if (named == nullptr) Rel::hook_of(c).set_parent(*p);
-                           else if (named != p)
-                             throw std::invalid_argument("rcubatch::registry::add_under: the child's owner_hook names "
-                                                         "another parent than the one with that key (nothing was "
-                                                         "changed)");
-                           return add_status::added;
-                         },
-                         false);
-    }
-  }
+  add_result add_under(const K& parent_key, U& child);
 
   /// As add, telling why a refusal happened (add_status): duplicate, parent_gone, full, refused.
   /// Requires, Misuse, Throws, Blocking: as add.
@@ -718,25 +597,7 @@ class basic_registry {
   /// bool; as try_unregister<I>(key) otherwise. Throws: what pred throws (nothing changed).
   /// Blocking: as unregister.
   template <class I, class K, class Pred>
-  unregister_result try_unregister(const K& key, Pred&& pred) {
-    unregister_result r;
-    bool kept = false;
-    r.stats = unregister_with([&](queues& q) {
-      auto* const obj = index<I>().find_locked(key);
-      if (obj == nullptr || going_away(*obj)) {
-        ++r.missed;
-      } else if (!static_cast<bool>(pred(std::as_const(*obj)))) {
-        kept = true;
-      } else if (q.push(*obj)) {
-        ++r.unregistered;
-      }
-    });
-    r.status = r.unregistered > 0 ? unregister_status::unregistered
-               : kept             ? unregister_status::kept
-               : r.stats.refused  ? unregister_status::refused
-                                  : unregister_status::not_found;
-    return r;
-  }
+  unregister_result try_unregister(const K& key, Pred&& pred);
 
   /// Flush by predicate (`ip route flush proto bgp`): every object of index I for which
   /// pred(const T&) returns true, in one batch (≤ 2 grace periods whatever the count; cascades
@@ -749,20 +610,7 @@ class basic_registry {
   /// Throws: what pred throws (nothing changed). Complexity: O(index size) pred calls, plus the
   /// batch. Blocking: as unregister.
   template <class I, class Pred>
-  unregister_result unregister_if(Pred&& pred) {
-    unregister_result r;
-    r.stats = unregister_with([&](queues& q) {
-      const read_guard<typename I::flavor_type> walk;
-      for (auto& obj : index<I>()) {
-        if (going_away(obj) || q.contains(obj) || !static_cast<bool>(pred(std::as_const(obj)))) continue;
-        if (q.push(obj)) ++r.unregistered;
-      }
-    });
-    r.status = r.unregistered > 0 ? unregister_status::unregistered
-               : r.stats.refused  ? unregister_status::refused
-                                  : unregister_status::not_found;
-    return r;
-  }
+  unregister_result unregister_if(Pred&& pred);
 
   /// Effects: how many objects of type T are published here: the size of its policy's first
   /// index (exact under the writer lock; a relaxed snapshot otherwise). The count a capacity is
@@ -1226,70 +1074,7 @@ class basic_registry {
 
   /// One batch handed to a deferred_destroy: its queues and its engine, on the heap (the lanes
   /// point into both) until the reclaimer's thread has finished it.
-  class flush_job final : public detail::deferred_job {
-    basic_registry& registry_;
-
-   public:
-    explicit flush_job(basic_registry& r) : registry_(r), q(r) {}
-    /// Under the writer lock: builds the engine (the registry's lanes and options; the lock
-    /// released for the drain, never held across the hand-off) and runs it through its grace
-    /// periods. False when the batch ended there (nothing to hand over).
-    bool start() { return start(std::index_sequence_for<Policies...>{}); }
-    batch_stats run(std::size_t chunk, bool yield) noexcept override {
-      detail::registrations_in<thread_flavors> registered;  // for the hooks and the drain's waits
-      const batch_stats st = engine->run_after_grace_periods(
-          true, detail::destroy_pause{chunk, yield ? &pause_and_yield : &pause, nullptr});
-      registry_.batch_totals_.add(st);
-      return st;
-    }
-
-    /// After start, before the hand-off (the caller's array is alive): a copy of `range` as the
-    /// drain's order hint, kept with the job (deferred_options::copy_order_hint). No hint, or no
-    /// memory for the copy: nothing (the batch is past its grace periods and must go on; a hint
-    /// is only a prefetch).
-    template <class Range>
-    void keep_order_hint(Range& range) noexcept {
-      const detail::order_hint h = order_hint_of(range);
-      if (h.objects == nullptr) return;
-      using element = std::ranges::range_value_t<std::remove_reference_t<Range>>;
-      kept_hint_ = detail::mapped_array(h.size * sizeof(element));
-      if (!kept_hint_) return;
-      element* const copy = static_cast<element*>(kept_hint_.data());
-      std::copy_n(std::ranges::data(range), h.size, copy);
-      engine->set_order_hint({h.key, copy, h.size});
-    }
-
-    queues q;
-    using engine_type = detail::engine_for<
-        Flavor, detail::lane_ref<typename Policies::object_type, Policies>...>;
-    std::optional<engine_type> engine;
-
-   private:
-    detail::mapped_array kept_hint_;  // keep_order_hint's copy, for the drain
-
-    template <std::size_t... K>
-    bool start(std::index_sequence<K...>) {
-      const auto lock = detail::writer_lock_ref::make<thread_flavors>(
-          registry_.mutex_, registry_.options_.unlock_during_waits ? detail::lock_release::grace_periods
-                                                                   : detail::lock_release::drain_only);
-      detail::batch_context ctx(lock);
-      ctx.order = q.order_;  // the caller's array: the push, unlist and uninit passes prefetch through it
-      auto refs = std::make_tuple(detail::lane_ref<object_at<K>, std::tuple_element_t<K, std::tuple<Policies...>>>{
-          std::get<K>(q.q_), std::get<K>(registry_.policies_)}...);
-      std::apply([&](auto&... r) { engine.emplace(*registry_.domain_, registry_.options_.rollback, ctx, r...); }, refs);
-      const bool more = engine->run_through_grace_periods();
-      engine->set_order_hint();  // the drain runs after the call returns, when the caller's array may be gone
-      return more;
-    }
-    /// Between chunks of the destroy pass, on the reclaimer's thread: a quiescent state in each
-    /// qsbr flavor it is online in (a long pass would hold up every grace period otherwise).
-    static void pause(void*) noexcept { detail::quiescent_in(std::type_identity<thread_flavors>{}); }
-    /// The same, and its core to the other threads (deferred_options::yield_between_chunks).
-    static void pause_and_yield(void*) noexcept {
-      pause(nullptr);
-      std::this_thread::yield();
-    }
-  };
+  class flush_job;  // defined in registry_deferred.hpp
 
   /// Whether obj (of slot K) was named as parent by an owner_hook while its policy here owns no
   /// children (owned.hpp: detail::children_left_behind): checked wherever an object is queued
@@ -1389,114 +1174,16 @@ class basic_registry {
   /// resolve (add_under: the parent by key), the owner's check, the capacity, the publish; on
   /// success obj is linked to its owner, marked registered and, if `hold`, held for the caller.
   template <std::size_t K, class Resolve>
-  add_result add_core(object_at<K>& t, const char* caller, Resolve&& resolve, bool hold) {
-    using T = object_at<K>;
-    add_result res;  // refused
-    if (!outside_read_section("add") || !lock_not_held(caller)) return res;
-    std::scoped_lock lock(mutex_);
-    if (!is_fresh(t, caller, "the object")) return res;
-    if (const add_status s = std::forward<Resolve>(resolve)(t); s != add_status::added) {
-      res.status = s;
-      return res;
-    }
-    if constexpr (!std::is_void_v<owner_of<T>>) {
-      if (!owner_accepts<owner_of<T>>(t, caller)) {
-        res.status = owner_going_away<owner_of<T>>(t) ? add_status::parent_gone : add_status::refused;
-        return res;
-      }
-    }
-    if (!has_room<K>(1)) {
-      res.status = add_status::full;
-      return res;
-    }
-    publish_result r = publish_result::refused;
-    try {
-      r = detail::to_publish_result(std::get<K>(policies_).publish(t));
-    } catch (...) {
-      domain_->synchronize();  // the hook undid its links, but readers may have found obj
-      throw;
-    }
-    if (r == publish_result::published) {
-      link_owned(t);
-      t.mark_registered();  // cannot fail: uninitialized was checked under this lock
-      if (hold) t.refs().hold();  // before the lock is released: no batch can have taken it yet
-      res.status = add_status::added;
-      return res;
-    }
-    if (r == publish_result::refused_after_exposure) domain_->synchronize();
-    res.status = add_status::duplicate;
-    return res;
-  }
+  add_result add_core(object_at<K>& t, const char* caller, Resolve&& resolve, bool hold);
 
   /// replace's and try_replace's body: under the writer lock, find_old() (the object, or by key),
   /// the checks (a lost race is a result), the swap in every index, then old's batch. kKeep: old's
   /// owned children move to new_obj in the same critical section (children_step: share, adopt).
   template <std::size_t K, bool kKeep, class FindOld>
-  replace_result replace_core(FindOld&& find_old, object_at<K>& n, const char* caller) {
-    using T = object_at<K>;
-    using Policy = std::tuple_element_t<K, std::tuple<Policies...>>;
-    static_assert(requires(Policy& p, T& t) { p.replace(t, t); },
-                  "rcubatch::registry::replace: the object's policy needs `replace(T& old, T& new)` (indexed has it)");
-    static_assert(!kKeep || detail::has_owned_lists<Policy>,
-                  "rcubatch::registry::replace(..., keep_children): the object's policy owns no children (declare "
-                  "owning<&T::list> on it)");
-    replace_result r;  // refused
-    if (!outside_read_section("replace") || !lock_not_held(caller)) {
-      r.stats.refused = true;
-      return r;
-    }
-    std::scoped_lock lock(mutex_);
-    if (!is_fresh(n, caller, "the new object")) {
-      r.stats.refused = true;
-      return r;
-    }
-    T* const o = std::forward<FindOld>(find_old)();
-    if (o == nullptr) {
-      r.status = replace_status::not_found;
-      return r;
-    }
-    bool lost = going_away(*o);  // in a batch or a queue: a lost race, not misuse
-    if constexpr (!std::is_void_v<owner_of<T>>) lost = lost || owner_going_away<owner_of<T>>(*o);  // its owner's batch takes it
-    if (lost) {
-      r.status = replace_status::already_unregistering;
-      return r;
-    }
-    if (!successor_owner_accepts(*o, n, caller)) {  // an owned child: n takes o's place
-      r.stats.refused = true;
-      return r;
-    }
-    queues q(*this);
-    if (!q.push(*o)) {  // never added here, or another registry's: diagnosed by push
-      r.stats.refused = true;
-      return r;
-    }
-    // kKeep: n's readers' chain is o's before n is published (a reader finding n sees o's children).
-    if constexpr (kKeep) children_step<K>([&]<class Rel>() { Rel::share(*o, n); });
-    try {
-      std::get<K>(policies_).replace(*o, n);  // throws with nothing changed; the queue is dropped
-    } catch (...) {
-      if constexpr (kKeep) children_step<K>([&]<class Rel>() { Rel::unshare(n); });  // n never published
-      throw;
-    }
-    link_owned(n);
-    n.mark_registered();  // cannot fail: uninitialized, checked under this lock
-    detail::registrable_access::set_unlisted_early(*o, true);  // its batch skips the unlist
-    if constexpr (kKeep) children_step<K>([&]<class Rel>() { Rel::adopt(*o, n); });
-    r.status = replace_status::replaced;
-    r.replaced = true;
-    r.stats = run(q, std::index_sequence_for<Policies...>{});
-    return r;
-  }
+  replace_result replace_core(FindOld&& find_old, object_at<K>& n, const char* caller);
 
   template <class I, bool kKeep, class K, class U>
-  replace_result replace_by_key(const K& key, U& new_obj) {
-    constexpr std::size_t k = slot_of<U>();
-    using T = object_at<k>;
-    static_assert(std::is_same_v<std::remove_cvref_t<decltype(*index<I>().find_locked(key))>, T>,
-                  "rcubatch::registry::try_replace: index I does not hold the new object's type");
-    return replace_core<k, kKeep>([this, &key]() { return index<I>().find_locked(key); }, static_cast<T&>(new_obj),
-                                  "registry::try_replace");
-  }
+  replace_result replace_by_key(const K& key, U& new_obj);
 
   /// Requires: the writer lock. Effects: step.template operator()<Rel>() for each owned relation
   /// of slot K's policy. replace_core's keep_children steps: Rel::share before `to` is published
@@ -1504,244 +1191,35 @@ class basic_registry {
   /// once `to` took `from`'s place (the children move, each owner_hook naming `to`: a reader that
   /// follows parent() finds from or to, and from is destroyed only after its batch's grace period).
   template <std::size_t K, class Step>
-  static void children_step(Step&& step) noexcept {
-    using Rels = detail::owned_lists_t<std::tuple_element_t<K, std::tuple<Policies...>>>;
-    [&]<class... Rs>(std::type_identity<std::tuple<Rs...>>) {
-      (step.template operator()<Rs>(), ...);
-    }(std::type_identity<Rels>{});
-  }
+  static void children_step(Step&& step) noexcept;
 
   /// Whether obj is freshly constructed (uninitialized, and not `linked` into a list by hand);
   /// otherwise misuse register_twice, naming caller and role (false under report; nothing changed).
-  static bool is_fresh(const detail::registrable_base& obj, const char* caller, const char* role, bool linked = false) {
-    if (obj.state() == reg_state::uninitialized && !linked) [[likely]]
-      return true;
-    detail::diag_text msg(caller);
-    msg += ": ";
-    msg += role;
-    msg += " is ";
-    msg += linked ? "linked into an owned_list" : to_string(obj.state());
-    msg += "; it must be freshly constructed (nothing was changed)";
-    detail::diagnose(misuse_kind::register_twice, msg.view());
-    return false;
-  }
+  static bool is_fresh(const detail::registrable_base& obj, const char* caller, const char* role, bool linked = false);
 
   /// The children a family member was given (objects or pointers of C), as pointers.
   /// Throws: std::invalid_argument naming `caller` on a null pointer (nothing changed).
   template <class C, class Range>
-  static std::vector<C*> family_members(Range& children, const char* caller) {
-    std::vector<C*> out;
-    for (auto&& element : children) {
-      if constexpr (std::is_pointer_v<std::remove_cvref_t<decltype(element)>>) {
-        if (element == nullptr) throw std::invalid_argument(std::string("rcubatch::") + caller + ": a null pointer");
-        out.push_back(static_cast<C*>(element));
-      } else {
-        out.push_back(static_cast<C*>(&element));
-      }
-    }
-    return out;
-  }
+  static std::vector<C*> family_members(Range& children, const char* caller);
   /// Requires: the writer lock. Whether the parent and every child of a family about to be
   /// published are freshly constructed (misuse register_twice otherwise, naming `caller` and the
   /// role: false under report, nothing changed) and each child's owner_hook names the parent or
   /// nothing. Throws: misuse_error; std::invalid_argument for a child naming another parent.
   template <class Rel, class C>
   static bool family_is_fresh(const typename Rel::parent_type& parent, const std::vector<C*>& children,
-                              const char* caller, const char* parent_role, const char* child_role) {
-    if (!is_fresh(parent, caller, parent_role)) return false;
-    for (C* c : children) {
-      if (!is_fresh(*c, caller, child_role)) return false;
-      if (Rel::hook_of(*c).is_linked()) return is_fresh(*c, caller, child_role, /*linked=*/true);
-      const auto* const named = Rel::hook_of(*c).parent();
-      if (named != nullptr && named != &parent)
-        throw std::invalid_argument(std::string("rcubatch::") + caller + ": " + child_role +
-                                    "'s owner_hook names another parent than " + parent_role + " (nothing was changed)");
-    }
-    return true;
-  }
+                              const char* caller, const char* parent_role, const char* child_role);
 
   /// add_with_children's body (see there): children published first, then the parent; any
   /// refusal undoes every publish in reverse (one grace period if anything was visible).
   template <std::size_t kp, std::size_t kc, class Rel, class Range>
-  add_result add_family(object_at<kp>& parent, Range& children) {
-    using P = object_at<kp>;
-    using C = object_at<kc>;
-    add_result res;  // refused
-    if (!outside_read_section("add_with_children") || !lock_not_held("registry::add_with_children")) return res;
-    const std::vector<C*> fresh = family_members<C>(children, "registry::add_with_children");
-    std::scoped_lock lock(mutex_);
-    if (!family_is_fresh<Rel>(parent, fresh, "registry::add_with_children", "the parent", "a child")) return res;
-    if constexpr (!std::is_void_v<owner_of<P>>) {  // the parent is itself owned: its owner must accept it
-      if (!owner_accepts<owner_of<P>>(parent, "registry::add_with_children")) {
-        res.status = owner_going_away<owner_of<P>>(parent) ? add_status::parent_gone : add_status::refused;
-        return res;
-      }
-    }
-    if (!has_room<kp>(1) || !has_room<kc>(fresh.size())) {
-      res.status = add_status::full;
-      return res;
-    }
-    auto& pp = std::get<kp>(policies_);
-    auto& cp = std::get<kc>(policies_);
-    std::size_t done = 0;    // children published
-    std::size_t linked = 0;  // children linked into parent's list
-    bool exposed = false;
-    bool parent_published = false;
-    auto undo = [&]() noexcept {
-      while (done > 0) cp.unlist(*fresh[--done]);
-      while (linked > 0) Rel::unlink(parent, *fresh[--linked]);
-      if (exposed) domain_->synchronize();  // readers may have found a new object: the caller frees them
-    };
-    try {
-      for (C* c : fresh)
-        if (Rel::hook_of(*c).parent() == nullptr) Rel::hook_of(*c).set_parent(parent);
-      // In parent's readers' chain before anything is published: a reader that finds the parent
-      // the moment it is published sees every child (linked after, they were missing in between).
-      for (; linked < fresh.size(); ++linked) Rel::link(parent, *fresh[linked]);
-      for (; done < fresh.size(); ++done) {
-        const publish_result r = detail::to_publish_result(cp.publish(*fresh[done]));
-        if (r != publish_result::published) {
-          exposed = exposed || r == publish_result::refused_after_exposure;
-          break;  // undone by the policy itself
-        }
-        exposed = true;
-      }
-      if (done == fresh.size()) {
-        const publish_result r = detail::to_publish_result(pp.publish(parent));
-        parent_published = r == publish_result::published;
-        exposed = exposed || r == publish_result::refused_after_exposure;
-      }
-    } catch (...) {
-      exposed = true;
-      undo();
-      throw;
-    }
-    if (!parent_published) {
-      undo();
-      res.status = add_status::duplicate;
-      return res;
-    }
-    // --- nothing below fails ---
-    link_owned(parent);
-    parent.mark_registered();
-    for (C* c : fresh) c->mark_registered();  // linked into parent's list before the publishes
-    res.status = add_status::added;
-    return res;
-  }
+  add_result add_family(object_at<kp>& parent, Range& children);
 
   /// replace_with_children's body (see there). One pass applies, remembering each change; a
   /// refusal or an exception undoes them in reverse (each index operation undone by its inverse),
   /// so nothing is left half-published; on success the old version goes through the one teardown
   /// path (run: rollback_many), its objects marked unlisted-early (the swaps unlisted them).
   template <std::size_t kp, std::size_t kc, class Rel, class FindOld, class Range>
-  replace_result replace_family(FindOld&& find_old, object_at<kp>& new_p, Range& new_children) {
-    using P = object_at<kp>;
-    using C = object_at<kc>;
-    auto& pp = std::get<kp>(policies_);
-    auto& cp = std::get<kc>(policies_);
-    using first_index = std::tuple_element_t<0, typename std::remove_cvref_t<decltype(cp)>::index_types>;
-    replace_result result;
-    if (!outside_read_section("replace_with_children") || !lock_not_held("registry::replace_with_children")) {
-      result.stats.refused = true;
-      return result;
-    }
-    // the new children, then: [0, swapped) replaced an old one, (paired below)
-    const std::vector<C*> fresh = family_members<C>(new_children, "registry::replace_with_children");
-    std::vector<C*> replaced_old(fresh.size(), nullptr);  // per new child: the old one it replaced
-    std::scoped_lock lock(mutex_);
-    queues q(*this);
-    P* const found = std::forward<FindOld>(find_old)();  // under the lock (try_replace_with_children: by key)
-    if (found == nullptr) {
-      result.status = replace_status::not_found;
-      return result;
-    }
-    P& old_p = *found;
-    if (going_away(old_p)) {  // a lost race: a result, not misuse (issue 37)
-      result.status = replace_status::already_unregistering;
-      return result;
-    }
-    if (!family_is_fresh<Rel>(new_p, fresh, "registry::replace_with_children", "the new parent", "a new child")) {
-      result.stats.refused = true;
-      return result;
-    }
-    // A parent that is itself owned (A owns old_p): new_p takes old_p's place in A's list, as replace's new object.
-    if (!successor_owner_accepts(old_p, new_p, "registry::replace_with_children")) {
-      result.stats.refused = true;
-      return result;
-    }
-    if (!q.push(old_p)) {  // not registered here, going away, in a queue: diagnosed by push
-      result.stats.refused = true;
-      return result;
-    }
-    // --- apply, remembering how far: undo() takes back exactly what was done ---
-    bool parent_swapped = false;
-    std::size_t linked = 0;   // new children linked into new_p's list
-    std::size_t applied = 0;  // new children handled (replaced an old one, or published)
-    bool exposed = false;
-    auto undo = [&]() noexcept {
-      while (applied > 0) {
-        --applied;
-        C& c = *fresh[applied];
-        if (C* old_c = replaced_old[applied]) {
-          cp.replace(c, *old_c);  // back in place (its keys are c's: cannot differ)
-          detail::registrable_access::set_unlisted_early(*old_c, false);
-        } else {
-          cp.unlist(c);
-        }
-      }
-      while (linked > 0) Rel::unlink(new_p, *fresh[--linked]);
-      if (parent_swapped) pp.replace(new_p, old_p);
-      if (exposed) domain_->synchronize();  // readers may have found a new object: the caller frees them
-    };
-    try {
-      for (C* c : fresh)
-        if (Rel::hook_of(*c).parent() == nullptr) Rel::hook_of(*c).set_parent(new_p);
-      // In new_p's readers' chain before new_p is published (as add_family's): a reader that finds
-      // new_p the moment it takes old_p's place sees every new child (linked after, none in between).
-      for (; linked < fresh.size(); ++linked) Rel::link(new_p, *fresh[linked]);
-      pp.replace(old_p, new_p);  // throws with nothing changed
-      parent_swapped = exposed = true;
-      auto& index0 = cp.template index<first_index>();
-      for (; applied < fresh.size(); ++applied) {
-        C& c = *fresh[applied];
-        C* existing = index0.find_locked(index0.key_of(c));
-        if (existing != nullptr) {
-          const bool old_child = Rel::hook_of(*existing).is_linked() && Rel::hook_of(*existing).parent() == &old_p &&
-                                 !detail::registrable_access::unlisted_early(*existing);
-          if (!old_child) break;  // the key is another object's (or a new child's): a duplicate
-          cp.replace(*existing, c);  // all or nothing; throws with this pair unchanged
-          detail::registrable_access::set_unlisted_early(*existing, true);  // also marks it paired
-          replaced_old[applied] = existing;
-          ++result.swapped;
-        } else {
-          const publish_result r = detail::to_publish_result(cp.publish(c));
-          if (r != publish_result::published) break;  // undone by the policy itself
-          ++result.added;
-        }
-      }
-    } catch (...) {
-      undo();
-      throw;
-    }
-    if (applied < fresh.size()) {  // refused: a duplicate key, or a refused publish
-      undo();
-      q.template of<P>().clear();
-      result.swapped = result.added = 0;
-      return result;
-    }
-    // --- nothing below fails ---
-    link_owned(new_p);
-    new_p.mark_registered();
-    detail::registrable_access::set_unlisted_early(old_p, true);  // its batch skips the unlist
-    for (std::size_t i = 0; i < fresh.size(); ++i) {
-      fresh[i]->mark_registered();  // linked into new_p's list before the publishes
-      if (C* old_c = replaced_old[i]) q.template of<C>().push(*old_c);  // unlisted: the queue's own push
-    }
-    result.replaced = true;
-    result.status = replace_status::replaced;
-    result.stats = run(q, std::index_sequence_for<Policies...>{});
-    return result;
-  }
+  replace_result replace_family(FindOld&& find_old, object_at<kp>& new_p, Range& new_children);
 
   writer_lock_type mutex_;
   registry_options options_;
@@ -1755,3 +1233,12 @@ class basic_registry {
 // fwd.hpp, so that code including only fwd.hpp can name it.
 
 }  // namespace rcubatch
+
+// The bodies of three groups of basic_registry's members, each group one concept (issue 35). They
+// are out-of-class definitions rather than base classes: every group works on the same private
+// state (the writer lock, the policies, run()), which a CRTP base or a helper class could reach
+// only through a friend or by exposing it. Declarations and contracts stay in the class above;
+// including registry.hpp includes them all.
+#include "rcubatch/registry_by_key.hpp"
+#include "rcubatch/registry_deferred.hpp"
+#include "rcubatch/registry_publish.hpp"
