@@ -1072,9 +1072,7 @@ class basic_registry {
     gate_.finish(b, requests != 0 ? &st : nullptr, requests, [](const gate_call&) { return combining_turn::done; });
   }
 
-  /// One batch handed to a deferred_destroy: its queues and its engine, on the heap (the lanes
-  /// point into both) until the reclaimer's thread has finished it.
-  class flush_job;  // defined in registry_deferred.hpp
+  class flush_job;  // one batch handed to a deferred_destroy: registry_deferred.hpp
 
   /// Whether obj (of slot K) was named as parent by an owner_hook while its policy here owns no
   /// children (owned.hpp: detail::children_left_behind): checked wherever an object is queued

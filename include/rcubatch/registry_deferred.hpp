@@ -9,16 +9,23 @@
 
 namespace rcubatch {
 
+/// One batch handed to a deferred_destroy: its queues and its engine, on the heap (the lanes
+/// point into both) until the reclaimer's thread has finished it. Private to basic_registry
+/// (declared there); defined here, with unregister_many_deferred, its one user.
 template <class Flavor, class Lockable, class... Policies>
 class basic_registry<Flavor, Lockable, Policies...>::flush_job final : public detail::deferred_job {
   basic_registry& registry_;
 
  public:
+  /// Effects: an empty job of registry r: its queues empty, no engine yet.
   explicit flush_job(basic_registry& r) : registry_(r), q(r) {}
   /// Under the writer lock: builds the engine (the registry's lanes and options; the lock
   /// released for the drain, never held across the hand-off) and runs it through its grace
   /// periods. False when the batch ended there (nothing to hand over).
   bool start() { return start(std::index_sequence_for<Policies...>{}); }
+  /// On the reclaimer's thread (deferred_job): the batch's drain and destroys, `chunk` objects
+  /// between two pauses (a quiescent state; a yield too if `yield`); adds them to the
+  /// registry's counters. Returns the batch's final statistics.
   batch_stats run(std::size_t chunk, bool yield) noexcept override {
     detail::registrations_in<thread_flavors> registered;  // for the hooks and the drain's waits
     const batch_stats st = engine->run_after_grace_periods(
@@ -43,10 +50,11 @@ class basic_registry<Flavor, Lockable, Policies...>::flush_job final : public de
     engine->set_order_hint({h.key, copy, h.size});
   }
 
-  queues q;
+  queues q;  ///< the batch's queues: filled under the writer lock by unregister_many_deferred
+  /// The batch's engine type: one lane per policy, on the registry's flavor.
   using engine_type = detail::engine_for<
       Flavor, detail::lane_ref<typename Policies::object_type, Policies>...>;
-  std::optional<engine_type> engine;
+  std::optional<engine_type> engine;  ///< built by start(), under the writer lock
 
  private:
   detail::mapped_array kept_hint_;  // keep_order_hint's copy, for the drain
