@@ -463,7 +463,8 @@ class basic_registry {
   /// and its owned children in one critical section of the writer lock. new_parent replaces
   /// old_parent in every index (as replace); each new child whose key (in its policy's first index)
   /// is an old child's replaces it in every index, atomically; the others are published; all are
-  /// marked registered and linked into new_parent's list. A parent that is itself owned (A owns
+  /// marked registered and linked into new_parent's list — linked before new_parent is published,
+  /// so a reader that finds new_parent sees every new child in its rcu_range(). A parent that is itself owned (A owns
   /// old_parent) is replaced in A's list as replace does (the same path): new_parent names A
   /// unless it names a parent itself, and is refused, nothing changed, if that parent is going
   /// away. The old parent, the replaced children and
@@ -539,9 +540,9 @@ class basic_registry {
   replace_result try_replace_with_children(const K& key, Parent& new_parent, Range&& new_children);
 
   /// Publish a family whole: parent and children (objects or pointers, as replace_with_children
-  /// takes them) under one hold of the writer lock, all or none. The children are published
-  /// first, then the parent, then all are marked registered and the children linked into the
-  /// parent's owned list: a reader that finds the parent finds every child.
+  /// takes them) under one hold of the writer lock, all or none. The children are linked into the
+  /// parent's owned list and published first, then the parent, then all are marked registered: a
+  /// reader that finds the parent (from its publish on) finds every child in its rcu_range().
   /// Requires: the children's type is owned by Parent's (owning<>: a compile error otherwise);
   /// parent and children freshly constructed, keys set; each child's owner_hook names parent or
   /// nothing (then it is set to parent); outside read sections.
