@@ -61,6 +61,11 @@ RD = "include/rcubatch/ref_drain.hpp"
 AU = "include/rcubatch/async_unregister.hpp"
 CB = "include/rcubatch/combining.hpp"
 RG = "include/rcubatch/registry.hpp"
+RGT = "include/rcubatch/registry_types.hpp"  # split out of registry.hpp (issue 35)
+RGP = "include/rcubatch/registry_publish.hpp"  # split out of registry.hpp (issue 35)
+RGK = "include/rcubatch/registry_by_key.hpp"  # split out of registry.hpp (issue 35)
+RGD = "include/rcubatch/registry_deferred.hpp"  # split out of registry.hpp (issue 35)
+IX = "include/rcubatch/indexed.hpp"  # split out of registry.hpp (issue 35)
 RB = "include/rcubatch/registrable.hpp"
 WL = "include/rcubatch/detail/writer_lock.hpp"
 RT = "include/rcubatch/ref_tracker.hpp"
@@ -208,8 +213,8 @@ MUTANTS = [
      au("a_combined_batch_of_many_threads_costs_two_grace_periods|"
         "every_object_is_destroyed_exactly_once_across_threads|"
         "a_new_object_at_a_reused_address_is_still_unlisted_by_its_batch")),
-    ("no_gp_after_publish_threw", RG,
-     "      domain_->synchronize();  // the hook undid its links, but readers may have found obj\n", "",
+    ("no_gp_after_publish_threw", RGP,
+     "    domain_->synchronize();  // the hook undid its links, but readers may have found obj\n", "",
      rg("a_publish_that_throws_after_exposing_the_object_waits_a_grace_period")),
     ("blocked_manual_submitter_never_woken", AU,
      "    if (wake_blocked) done_cv_.notify_all();", "    (void)wake_blocked;",
@@ -227,9 +232,9 @@ MUTANTS = [
      "lock_offline<Flavors>(lock_);", "lock_.lock();",
      ("rcubatch_qsbr_writers", r"^stress\.qsbr_writers$")),
     ("wrong_registry_not_checked_at_push", RG,
-     "if (!registry_->template owns<k>(static_cast<object_at<k>&>(obj))) [[unlikely]]", "if (false) [[unlikely]]",
+     "    if (!owns<k>(obj)) [[unlikely]] {", "    if (false) [[unlikely]] {",
      rg("an_object_of_another_registry_is_refused_with_nothing_changed")),
-    ("drain_holds_writer_lock_by_default", RG,
+    ("drain_holds_writer_lock_by_default", RGT,
      "return hold_lock_through_drain ? lock_release::barrier_only : lock_release::drain_only;",
      "return lock_release::never;",
      rg("a_holder_that_writes_while_its_object_drains_is_not_blocked")),
@@ -287,8 +292,8 @@ MUTANTS = [
     ("missing_lane_left_out", BA, MISSING_LANE_FATAL, MISSING_LANE_LEFT_OUT,
      rg("a_cascade_to_a_type_without_a_lane_is_fatal_before_its_parent_is_destroyed")),
     # Issue 34: the seams between features.
-    ("owned_parent_replaced_with_children_left_out_of_its_list", RG,  # 34.1, the call replace_family adds
-     "    link_owned(new_p);\n    new_p.mark_registered();", "    new_p.mark_registered();",
+    ("owned_parent_replaced_with_children_left_out_of_its_list", RGP,  # 34.1, the call replace_family adds
+     "  link_owned(new_p);\n  new_p.mark_registered();", "  new_p.mark_registered();",
      ow("a_stream_replaced_with_its_chunks_is_destroyed_with_its_session|"
         "a_chunk_replaced_with_its_pieces_four_levels_down_is_destroyed_with_its_session")),
     ("successor_does_not_inherit_its_owner", OW,  # 34.1, the one path replace and replace_with_children share
@@ -318,9 +323,9 @@ MUTANTS = [
     # issue 36: the deferred flush (deferred_destroy.hpp) and the chunked unlist.
     ("chunked_unlist_never_lets_a_writer_in", RM, "          lock.yield_to_writers();\n", "",
      dd("a_writer_gets_in_between_two_chunks_and_meets_the_batch_as_going_away")),
-    ("try_unregister_by_key_pushes_an_object_of_a_running_batch", RG,
-     "        } else if (going_away(*obj)) {  // still listed, in a running batch (a chunked unlist's)\n"
-     "          ++r.missed;\n          ++going;\n", "",
+    ("try_unregister_by_key_pushes_an_object_of_a_running_batch", RGK,
+     "      } else if (going_away(*obj)) {  // still listed, in a running batch (a chunked unlist's)\n"
+     "        ++r.missed;\n        ++going;\n", "",
      dd("a_writer_gets_in_between_two_chunks_and_meets_the_batch_as_going_away")),
     ("deferred_ticket_done_before_its_destroys", DD,
      "      jobs_.pop_front();\n      lock.unlock();\n      const batch_stats st = job->run(",
@@ -331,15 +336,15 @@ MUTANTS = [
      "  bool fits(std::size_t n) const noexcept { return pending_ == 0 || pending_ + n <= options_.max_pending_objects; }",
      "  bool fits(std::size_t n) const noexcept { return true || n == 0; }",  # killed by the test's 30 s watchdog
      dd("a_flush_beyond_the_pending_limit_is_handed_over_only_after_the_earlier_batch_is_destroyed")),
-    ("deferred_flush_destroys_on_the_callers_thread", RG,  # killed by the test's 30 s watchdog
-     "    reclaimer.submit<thread_flavors>(std::move(job));", "    state->complete(job->run(0, false));",
+    ("deferred_flush_destroys_on_the_callers_thread", RGD,  # killed by the test's 30 s watchdog
+     "  reclaimer.submit<thread_flavors>(std::move(job));", "  state->complete(job->run(0, false));",
      dd("the_flush_returns_before_any_destroy_and_its_ticket_waits_for_the_last")),
     # issue 36, r36-flush2: the deferred flush's order hint (killed by SIGSEGV on the revoked array)
-    ("deferred_drain_keeps_the_callers_array_as_its_hint", RG,
-     "      engine->set_order_hint();  // the drain runs after the call returns, when the caller's array may be gone\n",
+    ("deferred_drain_keeps_the_callers_array_as_its_hint", RGD,
+     "    engine->set_order_hint();  // the drain runs after the call returns, when the caller's array may be gone\n",
      "", dd("a_flush_never_reads_the_callers_pointer_array_after_the_call_returns")),
-    ("deferred_copied_hint_is_the_callers_array", RG,
-     "      engine->set_order_hint({h.key, copy, h.size});", "      engine->set_order_hint(h);",
+    ("deferred_copied_hint_is_the_callers_array", RGD,
+     "    engine->set_order_hint({h.key, copy, h.size});", "    engine->set_order_hint(h);",
      dd("a_flush_never_reads_the_callers_pointer_array_after_the_call_returns")),
 ]
 
@@ -351,81 +356,81 @@ def rs(regex):
 
 
 MUTANTS += [  # issue 37: registry semantics, round 2 (each killed by hand on 2026-12-04, see the branch r37-api)
-    ("try_replace_looks_up_before_the_lock", RG,  # the hand-written reload: a racing delete frees what it found
-     "    std::scoped_lock lock(mutex_);\n"
-     "    if (!is_fresh(n, caller, \"the new object\")) {\n"
-     "      r.stats.refused = true;\n"
-     "      return r;\n"
-     "    }\n"
-     "    T* const o = std::forward<FindOld>(find_old)();\n",
-     "    T* const o = std::forward<FindOld>(find_old)();\n"
-     "    std::this_thread::yield();  // preempted between the lookup and the lock (without it: survived 3 runs)\n"
-     "    std::scoped_lock lock(mutex_);\n"
-     "    if (!is_fresh(n, caller, \"the new object\")) {\n"
-     "      r.stats.refused = true;\n"
-     "      return r;\n"
-     "    }\n",
+    ("try_replace_looks_up_before_the_lock", RGP,  # the hand-written reload: a racing delete frees what it found
+     "  std::scoped_lock lock(mutex_);\n"
+     "  if (!is_fresh(n, caller, \"the new object\")) {\n"
+     "    r.stats.refused = true;\n"
+     "    return r;\n"
+     "  }\n"
+     "  T* const o = std::forward<FindOld>(find_old)();\n",
+     "  T* const o = std::forward<FindOld>(find_old)();\n"
+     "  std::this_thread::yield();  // preempted between the lookup and the lock (without it: survived 3 runs)\n"
+     "  std::scoped_lock lock(mutex_);\n"
+     "  if (!is_fresh(n, caller, \"the new object\")) {\n"
+     "    r.stats.refused = true;\n"
+     "    return r;\n"
+     "  }\n",
      rs("a_replace_by_key_racing_a_delete_by_key_is_one_result_each_never_misuse")),
-    ("replace_lost_race_is_misuse", RG,
+    ("replace_lost_race_is_misuse", RGP,
      "bool lost = going_away(*o);  // in a batch", "bool lost = false;  // in a batch",
      rs("a_replace_of_an_object_already_being_unregistered_is_a_result_not_misuse")),
-    ("keep_children_drops_them", RG,
+    ("keep_children_drops_them", RGP,
      "if constexpr (kKeep) children_step<K>([&]<class Rel>() { Rel::adopt(*o, n); });", "",
      rs("a_replace_keeping_children_re_parents_them_and_costs_one_grace_period")),
     ("adopted_children_name_the_old_parent", OW,
      "for (; it != dst.end(); ++it) hook_of(*it).parent_.store(&to, std::memory_order_release);", "(void)it;",
      rs("a_group_replaced_a_thousand_times_keeps_its_routes_under_two_readers")),
-    ("family_parent_published_before_children", RG,  # the 0.1 order: a parent found before its children are there
-     "      for (; done < fresh.size(); ++done) {\n"
-     "        const publish_result r = detail::to_publish_result(cp.publish(*fresh[done]));\n"
-     "        if (r != publish_result::published) {\n"
-     "          exposed = exposed || r == publish_result::refused_after_exposure;\n"
-     "          break;  // undone by the policy itself\n"
-     "        }\n"
-     "        exposed = true;\n"
-     "      }\n"
-     "      if (done == fresh.size()) {\n"
-     "        const publish_result r = detail::to_publish_result(pp.publish(parent));\n"
-     "        parent_published = r == publish_result::published;\n"
+    ("family_parent_published_before_children", RGP,  # the 0.1 order: a parent found before its children are there
+     "    for (; done < fresh.size(); ++done) {\n"
+     "      const publish_result r = detail::to_publish_result(cp.publish(*fresh[done]));\n"
+     "      if (r != publish_result::published) {\n"
      "        exposed = exposed || r == publish_result::refused_after_exposure;\n"
-     "      }\n",
-     "      parent_published = detail::to_publish_result(pp.publish(parent)) == publish_result::published;\n"
+     "        break;  // undone by the policy itself\n"
+     "      }\n"
      "      exposed = true;\n"
-     "      for (; parent_published && done < fresh.size(); ++done) {\n"
-     "        const publish_result r = detail::to_publish_result(cp.publish(*fresh[done]));\n"
-     "        if (r != publish_result::published) break;\n"
-     "      }\n",
+     "    }\n"
+     "    if (done == fresh.size()) {\n"
+     "      const publish_result r = detail::to_publish_result(pp.publish(parent));\n"
+     "      parent_published = r == publish_result::published;\n"
+     "      exposed = exposed || r == publish_result::refused_after_exposure;\n"
+     "    }\n",
+     "    parent_published = detail::to_publish_result(pp.publish(parent)) == publish_result::published;\n"
+     "    exposed = true;\n"
+     "    for (; parent_published && done < fresh.size(); ++done) {\n"
+     "      const publish_result r = detail::to_publish_result(cp.publish(*fresh[done]));\n"
+     "      if (r != publish_result::published) break;\n"
+     "    }\n",
      rs("add_with_children_under_two_readers_never_shows_a_parent_without_all_its_children")),
-    ("family_refusal_keeps_children_linked", RG,
+    ("family_refusal_keeps_children_linked", RGP,
      "while (done > 0) cp.unlist(*fresh[--done]);", "done = 0;",
      rs("add_with_children_with_a_duplicate_key_anywhere_publishes_nothing")),
-    ("add_under_takes_a_missing_parent", RG,
+    ("add_under_takes_a_missing_parent", RGP,
      "if (p == nullptr || going_away(*p)) return add_status::parent_gone;",
      "if (p == nullptr) return add_status::added;\n                           if (going_away(*p)) return add_status::parent_gone;",
      rs("add_under_resolves_the_parent_by_key_and_refuses_a_gone_parent")),
-    ("conditional_delete_ignores_pred", RG,
+    ("conditional_delete_ignores_pred", RGK,
      "} else if (!static_cast<bool>(pred(std::as_const(*obj)))) {", "} else if (false) {",
      rs("try_unregister_with_a_predicate_deletes_only_when_it_holds_under_the_lock")),
-    ("unregister_if_ignores_pred", RG,
+    ("unregister_if_ignores_pred", RGK,
      "|| !static_cast<bool>(pred(std::as_const(obj)))) continue;", ") continue;",
      rs("unregister_if_flushes_every_match_in_one_batch_and_keeps_the_rest")),
-    ("capacity_not_checked", RG,
-     "    if (!has_room<K>(1)) {\n", "    if (false) {\n",
+    ("capacity_not_checked", RGP,
+     "  if (!has_room<K>(1)) {\n", "  if (false) {\n",
      rs("an_add_beyond_the_capacity_is_refused_as_full_and_the_count_is_kept")),
-    ("add_and_hold_takes_no_hold", RG,
+    ("add_and_hold_takes_no_hold", RGP,
      "if (hold) t.refs().hold();", "(void)hold;",
      rs("add_and_hold_returns_the_object_held_until_the_caller_puts_it")),
-    ("indexed_ignores_index_arguments", RG,
+    ("indexed_ignores_index_arguments", IX,
      "explicit indexed(IndexArgs&&... per_index) : indexes_(std::forward<IndexArgs>(per_index)...) {}",
      "explicit indexed(IndexArgs&&...) : indexes_() {}",
      rs("the_registry_constructs_its_policies_and_indexes_from_the_arguments_given")),
-    ("try_replace_not_found_reported_as_refused", RG,
-     "    if (o == nullptr) {\n      r.status = replace_status::not_found;",
-     "    if (o == nullptr) {\n      r.status = replace_status::refused;",
+    ("try_replace_not_found_reported_as_refused", RGP,
+     "  if (o == nullptr) {\n    r.status = replace_status::not_found;",
+     "  if (o == nullptr) {\n    r.status = replace_status::refused;",
      rs("try_replace_by_key_replaces_the_object_with_that_key_or_says_not_found")),
-    ("try_replace_family_not_found_reported_as_refused", RG,
-     "    if (found == nullptr) {\n      result.status = replace_status::not_found;",
-     "    if (found == nullptr) {\n      result.status = replace_status::refused;",
+    ("try_replace_family_not_found_reported_as_refused", RGP,
+     "  if (found == nullptr) {\n    result.status = replace_status::not_found;",
+     "  if (found == nullptr) {\n    result.status = replace_status::refused;",
      rs("try_replace_with_children_by_key_says_not_found_and_leaves_the_new_family_unpublished")),
     # Issue 37 items 5 and 6: children readers walk, members shared by several parents.
     ("owned_rcu_unlink_leaves_predecessor", OW,  # the readers' chain keeps an unlinked child
@@ -642,8 +647,8 @@ MUTANTS += [  # the review gaps of issues 36-37 (branch r-gaps): splice_back und
      "    from.rcu_first_.store(nullptr, std::memory_order_release);\n"
      "    list_.splice(list_.end(), from.list_);  // constant_time_size: O(1)\n",
      orr("a_reader_that_found_the_old_parent_before_a_replace_keeping_children_and_walks_after_it_sees_every_child")),
-    ("keep_children_shared_only_after_the_publish", RG,  # readers finding the new parent saw no child
-     "    if constexpr (kKeep) children_step<K>([&]<class Rel>() { Rel::share(*o, n); });\n", "",
+    ("keep_children_shared_only_after_the_publish", RGP,  # readers finding the new parent saw no child
+     "  if constexpr (kKeep) children_step<K>([&]<class Rel>() { Rel::share(*o, n); });\n", "",
      orr("a_reader_finding_the_new_parent_the_moment_a_replace_keeping_children_publishes_it_sees_every_child")),
     ("object_in_another_queue_moved_without_a_diagnosis", UQ,  # a deferred flush takes a submitted object
      "      detail::diagnose(misuse_kind::queued_in_other_queue,\n",
@@ -655,6 +660,14 @@ MUTANTS += [  # the review gaps of issues 36-37 (branch r-gaps): splice_back und
     ("replaced_member_leaves_no_group_empty", "include/rcubatch/membership.hpp",
      "&& !b.contains(g)) Hook(g, b);", "&& !b.contains(g) && false) Hook(g, b);",
      ir("a_replace_drops_the_memberships_of_the_old_version_and_a_group_it_leaves_empty_goes_in_its_batch")),
+    ("family_children_not_linked_before_the_parent_is_published", RGP,  # readers finding the parent saw no child
+     "    for (; linked < fresh.size(); ++linked) Rel::link(parent, *fresh[linked]);\n",
+     "",
+     orr("a_reader_finding_the_parent_the_moment_add_with_children_publishes_it_sees_every_child")),
+    ("family_new_children_linked_only_after_the_new_parent_is_published", RGP,
+     "    for (; linked < fresh.size(); ++linked) Rel::link(new_p, *fresh[linked]);\n    pp.replace(old_p, new_p);",
+     "    pp.replace(old_p, new_p);\n    for (; linked < fresh.size(); ++linked) Rel::link(new_p, *fresh[linked]);",
+     orr("a_reader_finding_the_new_parent_the_moment_replace_with_children_publishes_it_sees_every_new_child")),
     ("objects_of_later_chunks_not_going_away", RG,
      "           (st != reg_state::registered || detail::registrable_access::owner(base) != nullptr);",
      "           (st != reg_state::registered);",

@@ -51,14 +51,19 @@ using stream_ids = lfht_index<stream, &stream::by_id, key_member<&stream::id>, f
 /// Destroyed children and sessions, poisoned and kept until the readers have stopped.
 inline std::vector<std::unique_ptr<stream>>* g_dead = nullptr;
 inline std::vector<std::unique_ptr<session>>* g_dead_sessions = nullptr;
-/// Run by the session policy's replace right after it published the new session (the writer lock
-/// held, the replace not finished), if set.
+/// Run by the session policy's replace and publish right after it published a session (the
+/// writer lock held, the replace or add not finished), if set.
 inline std::function<void()> g_after_publish;
 
 struct session_policy : indexed<session, session_ids>, owning<&session::streams> {
   void replace(session& old, session& fresh) {
     indexed<session, session_ids>::replace(old, fresh);
     if (g_after_publish) g_after_publish();
+  }
+  publish_result publish(session& s) {
+    const publish_result r = indexed<session, session_ids>::publish(s);
+    if (g_after_publish && r == publish_result::published) g_after_publish();
+    return r;
   }
   void destroy(session* s) noexcept {
     s->poison.store(kPoison);
@@ -82,6 +87,33 @@ std::vector<std::uint64_t> writer_ids(const session& s) {
   std::vector<std::uint64_t> ids;
   for (const stream& st : s.streams) ids.push_back(st.id);
   return ids;
+}
+
+/// What a reader run inside a publish found: session 1 (or nullptr), and the ids its walk yielded.
+struct reader_view {
+  const session* found = nullptr;
+  std::vector<std::uint64_t> seen;
+};
+/// Runs `change` with g_after_publish set to a reader on its own thread (no lock, no grace
+/// period: it cannot wait for the writer) that finds session 1 by key and walks its children, each
+/// time the session policy publishes or replaces a session; returns what the last reader saw.
+template <class Change>
+reader_view read_inside_the_publish(table& t, Change&& change) {
+  reader_view v;
+  g_after_publish = [&t, &v] {
+    std::thread reader([&] {
+      thread_registration<flavor::memb> registered;
+      read_guard<flavor::memb> guard;
+      v.found = t.find<session_ids>(guard, std::uint64_t{1});
+      v.seen.clear();
+      if (v.found != nullptr)
+        for (const stream& st : v.found->streams.rcu_range()) v.seen.push_back(st.id);
+    });
+    reader.join();
+  };
+  std::forward<Change>(change)();
+  g_after_publish = nullptr;
+  return v;
 }
 
 /// A registry on real memb grace periods, its destroyed children kept until the test ends.
@@ -111,6 +143,14 @@ struct owned_readers : ::testing::Test {
     EXPECT_TRUE(t.add(*s));
     for (std::uint64_t i = first; i < first + n; ++i) children.push_back(add_child(*s, i));
     return s;
+  }
+  /// A reader inside the publish (read_inside_the_publish) found `parent` and walked `ids`; at
+  /// rest readers and the writer see the same children; the family goes in one batch.
+  void expect_seen_whole(const reader_view& v, session* parent, const std::vector<std::uint64_t>& ids) {
+    EXPECT_EQ(v.found, parent) << "the reader ran after the publish";
+    EXPECT_EQ(v.seen, ids);
+    EXPECT_EQ(walk_ids(*parent), writer_ids(*parent));
+    EXPECT_EQ(t.unregister(*parent).objects, 1 + ids.size());
   }
   stream* add_child(session& s, std::uint64_t id) {
     auto* st = new stream(id);
@@ -263,24 +303,34 @@ TEST_F(owned_readers, a_reader_finding_the_new_parent_the_moment_a_replace_keepi
   std::vector<stream*> c;
   session* old = open(1, 3, c);
   auto* fresh = new session(1);
-  const session* found = nullptr;
-  std::vector<std::uint64_t> seen;
-  g_after_publish = [&] {
-    std::thread reader([&] {  // no lock and no grace period: it cannot wait for the writer
-      thread_registration<flavor::memb> registered;
-      read_guard<flavor::memb> guard;
-      found = t.find<session_ids>(guard, std::uint64_t{1});
-      if (found != nullptr)
-        for (const stream& st : found->streams.rcu_range()) seen.push_back(st.id);
-    });
-    reader.join();
-  };
-  ASSERT_TRUE(t.replace(*old, *fresh, keep_children));
-  g_after_publish = nullptr;
-  EXPECT_EQ(found, fresh) << "the reader ran after the publish";
-  EXPECT_EQ(seen, (std::vector<std::uint64_t>{1, 2, 3}));
-  EXPECT_EQ(walk_ids(*fresh), writer_ids(*fresh));
-  EXPECT_EQ(t.unregister(*fresh).objects, 4u);
+  const reader_view v = read_inside_the_publish(t, [&] { ASSERT_TRUE(t.replace(*old, *fresh, keep_children)); });
+  expect_seen_whole(v, fresh, {1, 2, 3});
+}
+
+TEST_F(owned_readers, a_reader_finding_the_parent_the_moment_add_with_children_publishes_it_sees_every_child) {
+  // The session policy's publish runs a reader right after it published the session, before
+  // add_with_children goes on (the writer lock held). The children are in the session's readers'
+  // chain before its publish (they were linked only after it once, and such a reader saw none).
+  watchdog dog(std::chrono::seconds(60), "a reader inside add_with_children");
+  auto* s = new session(1);
+  std::vector<stream*> kids{new stream(1), new stream(2), new stream(3)};
+  const reader_view v =
+      read_inside_the_publish(t, [&] { ASSERT_EQ(t.add_with_children(*s, kids).status, add_status::added); });
+  expect_seen_whole(v, s, {1, 2, 3});
+}
+
+TEST_F(owned_readers, a_reader_finding_the_new_parent_the_moment_replace_with_children_publishes_it_sees_every_new_child) {
+  // As above, for replace_with_children: the policy's replace runs the reader right after the new
+  // session took the old one's place; it sees the new children (2 replacing old ones by key, 1
+  // new), never an empty list.
+  watchdog dog(std::chrono::seconds(60), "a reader inside replace_with_children");
+  std::vector<stream*> c;
+  session* old = open(1, 3, c);
+  auto* fresh = new session(1);
+  std::vector<stream*> kids{new stream(2), new stream(3), new stream(4)};
+  const reader_view v =
+      read_inside_the_publish(t, [&] { ASSERT_TRUE(t.replace_with_children(*old, *fresh, kids).replaced); });
+  expect_seen_whole(v, fresh, {2, 3, 4});
 }
 
 TEST_F(owned_readers, two_readers_walking_a_parent_replaced_a_thousand_times_keeping_its_children_see_every_lasting_child_and_none_destroyed) {

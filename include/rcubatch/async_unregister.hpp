@@ -594,16 +594,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
       return unregister_status::refused;
     }
     if (!q.push(t)) return unregister_status::refused;  // not registered, in a batch, or in another queue: diagnosed there
-    if (!registry_.template owns<k>(t)) {
-      q.remove(t);
-      registry_.report_wrong_registry("async_unregister::submit");
-      return unregister_status::refused;
-    }
-    if (registry_type::template children_left_behind<k>(t)) {  // owned.hpp: an owner_hook names it
-      q.remove(t);
-      registry_type::report_children_left_behind("async_unregister::submit");
-      return unregister_status::refused;
-    }
+    if (!registry_.admit_queued(q, t, "async_unregister::submit")) return unregister_status::refused;  // diagnosed
     return unregister_status::unregistered;
   }
 
@@ -1189,16 +1180,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
         finish_direct(bytes, false, nullptr, start);
         return false;
       }
-      if (!registry_.template owns<k>(t)) {
-        std::get<k>(q).remove(t);
-        registry_.report_wrong_registry("async_unregister::unregister");  // may throw: caught below
-        writer.unlock();
-        finish_direct(bytes, false, nullptr, start);
-        return false;
-      }
-      if (registry_type::template children_left_behind<k>(t)) {  // owned.hpp: an owner_hook names it
-        std::get<k>(q).remove(t);
-        registry_type::report_children_left_behind("async_unregister::unregister");  // as above
+      if (!registry_.admit_queued(std::get<k>(q), t, "async_unregister::unregister")) {  // may throw: caught below
         writer.unlock();
         finish_direct(bytes, false, nullptr, start);
         return false;

@@ -137,338 +137,12 @@
 #include "rcubatch/rollback_many.hpp"
 #include "rcubatch/unreg_queue.hpp"
 
+// Split out (issue 35): the free types, the compile-time helpers, the indexed<> policy.
+#include "rcubatch/detail/registry_traits.hpp"
+#include "rcubatch/indexed.hpp"
+#include "rcubatch/registry_types.hpp"
+
 namespace rcubatch {
-
-/// What a policy's publish hook returns. A hook returning bool means published / refused_after_exposure.
-enum class publish_result : unsigned char {
-  published,               ///< linked everywhere readers look: the registry marks it registered
-  refused,                 ///< not linked anywhere, never visible to readers: may be freed at once
-  refused_after_exposure,  ///< links were made then undone: readers may hold it until a grace period
-};
-
-/// What try_unregister found. A lost race is a result, not misuse.
-enum class unregister_status : unsigned char {
-  unregistered,           ///< queued by this call and torn down by its batch (destroyed once its refs dropped)
-  not_found,              ///< no object has that key (never added, or already unlisted by another batch)
-  already_unregistering,  ///< (by object) it is already going away: in a batch, a queue, or gone to released
-  refused,                ///< the budget refused it (async_unregister::try_submit), or misuse under report: nothing changed
-  kept,                   ///< (by key with a predicate) found, but the predicate said keep it: nothing changed
-};
-
-/// What try_unregister and try_unregister_many return.
-struct unregister_result {
-  unregister_status status = unregister_status::not_found;  ///< _many: unregistered when any was
-  std::size_t unregistered = 0;  ///< objects this call queued (its own, not the dependents they cascaded to)
-  std::size_t missed = 0;        ///< keys not found, objects already going away, keys named twice
-  batch_stats stats{};           ///< the batch's (all zeros when nothing was queued: no grace period)
-  /// True when status is unregistered.
-  explicit operator bool() const noexcept { return status == unregister_status::unregistered; }
-};
-
-/// What a replace found. A lost race (the old object gone, or going away) is a result, not misuse.
-enum class replace_status : unsigned char {
-  replaced,               ///< the new object (and children) took the old one's place; the old one was torn down
-  not_found,              ///< (by key) no object has that key: nothing changed, the new objects are the caller's
-  already_unregistering,  ///< the old object is already going away (a batch, a queue): nothing changed
-  refused,                ///< a duplicate key, a refused publish, or misuse under report: nothing changed
-};
-
-/// What replace, try_replace, replace_with_children and try_replace_with_children return.
-struct replace_result {
-  replace_status status = replace_status::refused;  ///< what happened (replaced == (status == replaced))
-  bool replaced = false;     ///< false: not replaced (status says why): nothing changed
-  std::size_t swapped = 0;   ///< new children that took the place of an old child with the same keys
-  std::size_t added = 0;     ///< new children with keys the old version did not have
-  batch_stats stats{};       ///< the teardown batch's (the old parent and every old child)
-  /// True when replaced.
-  explicit operator bool() const noexcept { return replaced; }
-};
-
-/// What an add found (try_add, add_and_hold, add_under, add_with_children). add returns only the bool.
-enum class add_status : unsigned char {
-  added,        ///< published and marked registered
-  duplicate,    ///< a key is taken (or the policy refused the publish): nothing reachable, the caller's to free
-  parent_gone,  ///< the parent (named by the owner_hook, or by its key) is gone or going away: nothing published
-  full,         ///< the policy's capacity() is reached: nothing published
-  refused,      ///< misuse under misuse_policy::report: nothing changed
-};
-
-/// What try_add, add_and_hold, add_under and add_with_children return.
-struct add_result {
-  add_status status = add_status::refused;  ///< what happened
-  /// True when added.
-  explicit operator bool() const noexcept { return status == add_status::added; }
-};
-
-/// The tag that asks replace / try_replace to keep the old object's owned children (they are
-/// re-parented to the new object in the same critical section instead of torn down).
-struct keep_children_t {
-  /// Explicit, so `{}` does not pass for the tag: write rcubatch::keep_children.
-  explicit keep_children_t() = default;
-};
-/// The keep_children_t value: `reg.replace(old, fresh, rcubatch::keep_children)`.
-inline constexpr keep_children_t keep_children{};
-
-/// How a registry runs its batches.
-struct registry_options {
-  /// Release the writer lock during the grace periods as well as the ref drain (rollback_many.hpp's
-  /// unlock_during_waits); off by default: the lock is held through the grace periods.
-  bool unlock_during_waits = false;
-  /// Hold the writer lock through the ref drain and destroy too (the default until 2026-12-03). Off by
-  /// default, the kernel's order (netdev_run_todo waits for references after RTNL is released):
-  /// with it on, one held object stops every writer of the registry until it is let go, and a
-  /// thread that holds a reference and then writes (add, unregister) deadlocks against the batch
-  /// that waits for its reference. The lock is still released around the drain's call_rcu barrier
-  /// (ref_drain.hpp, guarantee 5; the kernel drops RTNL before rcu_barrier): a queued callback
-  /// that takes the writer lock would otherwise deadlock the drain. Ignored when
-  /// unlock_during_waits is on.
-  bool hold_lock_through_drain = false;
-  rollback_options rollback{};  ///< passed to each batch's rollback_many
-  /// Combine concurrent unregister(obj), try_unregister(obj) and try_unregister<I>(key) callers
-  /// into shared batches (combining.hpp; "Combining" in registry.hpp). Off by default.
-  combining_options combining{};
-};
-
-namespace detail {
-/// How a batch of a registry (or its reclaimer) treats the writer lock, from the options.
-constexpr lock_release lock_release_for(bool unlock_during_waits, bool hold_lock_through_drain) noexcept {
-  if (unlock_during_waits) return lock_release::grace_periods;
-  return hold_lock_through_drain ? lock_release::barrier_only : lock_release::drain_only;
-}
-
-/// The position of X among Ts, or sizeof...(Ts) if absent; how many times it occurs.
-template <class X, class... Ts>
-constexpr std::size_t position_of() noexcept {
-  std::size_t i = 0, found = sizeof...(Ts);
-  ((std::is_same_v<X, Ts> && found == sizeof...(Ts) ? (found = i, ++i) : ++i), ...);
-  return found;
-}
-template <class X, class... Ts>
-inline constexpr std::size_t occurrences = (std::size_t{std::is_same_v<X, Ts>} + ... + 0);
-
-/// An index indexed<T, ...> can keep: unique adds and unlinks of T.
-template <class I, class T>
-concept unique_index_of = requires(I& i, T& t) {
-  { i.add_unique(t) } -> std::convertible_to<bool>;
-  i.unlink(t);
-};
-
-template <class P, class I>
-constexpr bool policy_has_index() noexcept {
-  if constexpr (requires { typename P::index_types; }) {
-    return []<class... Is>(std::type_identity<std::tuple<Is...>>) {
-      return occurrences<I, Is...> != 0;
-    }(std::type_identity<typename P::index_types>{});
-  } else {
-    return false;
-  }
-}
-
-/// The flavors a registry's writers may be online in, and that a reclaimer thread registers with:
-/// the registry's, then each index's (Index::flavor_type of every policy's index_types),
-/// duplicates allowed (registrations and offline scopes nest).
-template <class I>
-struct flavor_of_index {
-  using type = std::tuple<>;
-};
-template <class I>
-  requires requires { typename I::flavor_type; }
-struct flavor_of_index<I> {
-  using type = std::tuple<typename I::flavor_type>;
-};
-template <class P>
-struct index_flavors_of {
-  using type = std::tuple<>;
-};
-template <class... Tuples>
-using tuple_cat_t = decltype(std::tuple_cat(std::declval<Tuples>()...));
-template <class Tuple>
-struct flavors_of_indexes;
-template <class... Is>
-struct flavors_of_indexes<std::tuple<Is...>> {
-  using type = tuple_cat_t<typename flavor_of_index<Is>::type...>;
-};
-template <class P>
-  requires requires { typename P::index_types; }
-struct index_flavors_of<P> {
-  using type = typename flavors_of_indexes<typename P::index_types>::type;
-};
-template <class Flavor, class... Policies>
-using thread_flavors_t = tuple_cat_t<std::tuple<Flavor>, typename index_flavors_of<Policies>::type...>;
-
-inline publish_result to_publish_result(bool published) noexcept {
-  return published ? publish_result::published : publish_result::refused_after_exposure;
-}
-inline publish_result to_publish_result(publish_result r) noexcept { return r; }
-
-template <class P>
-concept names_object_type = requires { typename P::object_type; };
-
-/// A policy whose first index finds, under the writer lock, the object linked under another
-/// object's key: index.find_locked(index.key_of(obj)) (lfht_index, hlist_index).
-/// replace_with_children pairs each new child with the old one it replaces this way.
-template <class P>
-concept looks_up_by_object =
-    names_object_type<P> && requires { typename std::tuple_element_t<0, typename P::index_types>; } &&
-    requires(std::tuple_element_t<0, typename P::index_types>& index, const typename P::object_type& obj) {
-      { index.find_locked(index.key_of(obj)) } -> std::convertible_to<const typename P::object_type*>;
-    };
-/// A relation's parent type, or void for no relation (a static_assert's condition on owner_of<T>).
-template <class Rel>
-struct relation_or_void {
-  using parent = typename Rel::parent_type;
-};
-template <>
-struct relation_or_void<void> {
-  using parent = void;
-};
-/// A policy whose first index counts its objects (size<T>(), a capacity).
-template <class P>
-concept first_index_has_size = requires { typename std::tuple_element_t<0, typename P::index_types>; } &&
-                               requires(const std::tuple_element_t<0, typename P::index_types>& index) {
-                                 { index.size() } -> std::convertible_to<std::size_t>;
-                               };
-template <class P>
-concept has_publish = requires(P& p, typename P::object_type& t) {
-  { to_publish_result(p.publish(t)) } -> std::same_as<publish_result>;
-};
-}  // namespace detail
-
-/// A registry policy for objects published in RCU indexes: publish adds `obj` to each index in
-/// order, unlist unlinks it from each. Derive from it to add hooks (notify, uninit, destroy...).
-/// Requires: each Index has `bool add_unique(T&)` and `unlink(T&)` (lfht_index does), and is
-/// default-constructible; the index types are distinct.
-template <class T, class... Indexes>
-class indexed {
-  static_assert(sizeof...(Indexes) >= 1, "rcubatch::indexed<T, Index...>: name at least one index");
-  static_assert((detail::unique_index_of<Indexes, T> && ...),
-                "rcubatch::indexed<T, Index...>: every Index needs `bool add_unique(T&)` and `unlink(T&)` "
-                "(rcubatch::lfht_index<T, &T::hook, KeyOf> has them)");
-  static_assert(((detail::occurrences<Indexes, Indexes...> == 1) && ...),
-                "rcubatch::indexed<T, Index...>: an index type is named twice");
-
- public:
-  using object_type = T;                        ///< the type it publishes
-  using index_types = std::tuple<Indexes...>;   ///< the indexes, in the order add publishes in
-
-  indexed() = default;
-  /// Effects: each index constructed from its argument, in order (lfht_index: its lfht_options;
-  /// hlist_index: its hlist_options): one argument per index. A derived policy forwards with
-  /// `using indexed<T, I...>::indexed;` or from its own constructor; the registry passes a policy
-  /// its argument (basic_registry's constructor from policy arguments).
-  /// Throws: what an index's constructor throws (std::invalid_argument for bad options).
-  template <class... IndexArgs>
-    requires(sizeof...(IndexArgs) == sizeof...(Indexes) && sizeof...(IndexArgs) > 0 &&
-             (std::is_constructible_v<Indexes, IndexArgs> && ...))
-  explicit indexed(IndexArgs&&... per_index) : indexes_(std::forward<IndexArgs>(per_index)...) {}
-  indexed(const indexed&) = delete;
-  indexed& operator=(const indexed&) = delete;
-
-  /// Requires: the writer lock (registry::add holds it); obj's keys are set.
-  /// Effects: adds obj to each index in order; at the first index that refuses it (a duplicate
-  /// key) unlinks it from the ones before. Returns published, refused (the first index refused:
-  /// never visible) or refused_after_exposure (a later one refused: readers may have found it).
-  /// Throws: what an index's add_unique throws (misuse_error for an already linked hook), after
-  /// undoing this call's adds. Complexity: one add per index. Blocking: never.
-  publish_result publish(T& obj) {
-    std::size_t linked = 0;
-    bool ok = false;
-    try {
-      ok = (add_one(std::get<Indexes>(indexes_), obj, linked) && ...);
-    } catch (...) {
-      unlink_first(obj, linked);
-      throw;
-    }
-    if (ok) return publish_result::published;
-    unlink_first(obj, linked);
-    return linked == 0 ? publish_result::refused : publish_result::refused_after_exposure;
-  }
-
-  /// Effects: true when obj is published here: linked in the first index (an index without
-  /// `bool holds(const T&)` is taken on trust). The registry checks it before it queues an object
-  /// (misuse wrong_registry). Requires: the writer lock. Complexity: O(1) (lfht_index::holds).
-  bool owns(const T& obj) const noexcept {
-    using first = std::tuple_element_t<0, std::tuple<Indexes...>>;
-    if constexpr (requires(const first& i) { { i.holds(obj) } -> std::convertible_to<bool>; }) {
-      return std::get<0>(indexes_).holds(obj);
-    } else {
-      return true;
-    }
-  }
-
-  /// Requires: the writer lock; old_obj is linked in every index; new_obj is unlinked everywhere and
-  /// has old_obj's key in every index. Effects: new_obj takes old_obj's place in each index in
-  /// order, each swap atomic for readers (lfht_index::replace): a lookup finds one or the other,
-  /// never neither. All or nothing: on a failure the swaps made are undone before it throws.
-  /// Throws: std::invalid_argument (a key differs, or old_obj is missing from an index), what an
-  /// index's replace throws. Complexity: one replace per index. Blocking: never.
-  void replace(T& old_obj, T& new_obj) {
-    std::size_t swapped = 0;
-    try {
-      ((replace_one(std::get<Indexes>(indexes_), old_obj, new_obj), ++swapped), ...);
-    } catch (...) {
-      std::size_t i = 0;
-      ((i++ < swapped ? static_cast<void>(std::get<Indexes>(indexes_).replace(new_obj, old_obj)) : static_cast<void>(0)),
-       ...);
-      throw;
-    }
-  }
-
-  /// Effects: unlinks obj from every index (the rollback_many hook). An index that did not hold
-  /// it (an object of another registry reached by a batch of this one, e.g. through a cascade)
-  /// is fatal: the batch is past its point of no return and would destroy an object that readers
-  /// of that other registry can still find. Complexity: one unlink each.
-  void unlist(T& obj) noexcept {
-    const bool all = (unlink_one(std::get<Indexes>(indexes_), obj) & ...);
-    if (!all) [[unlikely]]
-      detail::diagnose_fatal(misuse_kind::wrong_registry,
-                             "indexed::unlist: the object was not linked in this registry's indexes (it belongs "
-                             "to another registry, or was unlinked by hand): destroying it would free an object "
-                             "readers may still find");
-  }
-
-  /// The index of type I, for lookups (inside a read_guard) and for anything done by hand.
-  template <class I>
-  I& index() noexcept {
-    static_assert(detail::occurrences<I, Indexes...> == 1, "rcubatch::indexed::index<I>: I is not one of its indexes");
-    return std::get<I>(indexes_);
-  }
-  /// The same, const.
-  template <class I>
-  const I& index() const noexcept {
-    static_assert(detail::occurrences<I, Indexes...> == 1, "rcubatch::indexed::index<I>: I is not one of its indexes");
-    return std::get<I>(indexes_);
-  }
-
- private:
-  template <class I>
-  static bool add_one(I& index, T& obj, std::size_t& linked) {
-    if (!index.add_unique(obj)) return false;
-    ++linked;
-    return true;
-  }
-  template <class I>
-  static void replace_one(I& index, T& old_obj, T& new_obj) {
-    if (!index.replace(old_obj, new_obj))
-      throw std::invalid_argument("rcubatch::indexed::replace: the old object is not linked in one of the indexes");
-  }
-  /// An index's unlink; one that returns void is taken on trust.
-  template <class I>
-  static bool unlink_one(I& index, T& obj) noexcept {
-    if constexpr (std::is_convertible_v<decltype(index.unlink(obj)), bool>) {
-      return static_cast<bool>(index.unlink(obj));
-    } else {
-      index.unlink(obj);
-      return true;
-    }
-  }
-  void unlink_first(T& obj, std::size_t n) noexcept {
-    std::size_t i = 0;
-    ((i++ < n ? static_cast<void>(std::get<Indexes>(indexes_).unlink(obj)) : static_cast<void>(0)), ...);
-  }
-
-  std::tuple<Indexes...> indexes_;
-};
 
 /// A registry: a Lockable writer lock, a grace domain, one policy per object type (see the file
 /// comment). `registry<Policies...>` is the usual spelling: the default flavor and a std::mutex.
@@ -531,15 +205,7 @@ class basic_registry {
         ++refused_;
         return false;
       }
-      if (!registry_->template owns<k>(static_cast<object_at<k>&>(obj))) [[unlikely]] {
-        q.remove(obj);
-        registry_->report_wrong_registry("registry::unregister");
-        ++refused_;
-        return false;
-      }
-      if (registry_->template children_left_behind<k>(obj)) [[unlikely]] {
-        q.remove(obj);
-        report_children_left_behind("registry::unregister");
+      if (!registry_->admit_queued(q, static_cast<object_at<k>&>(obj), "registry::unregister")) [[unlikely]] {
         ++refused_;
         return false;
       }
@@ -704,40 +370,7 @@ class basic_registry {
   /// The drain runs after the return, when the range may be gone: it never reads it, and with
   /// reclaimer.options().copy_order_hint (the default) prefetches through a copy the call makes.
   template <class Range>
-  flush_ticket unregister_many_deferred(Range&& objects, deferred_destroy& reclaimer) {
-    if (!outside_read_section("unregister_many_deferred") || !lock_not_held("registry::unregister_many_deferred")) {
-      batch_stats refused;
-      refused.refused = true;
-      return flush_ticket(refused);
-    }
-    auto job = std::make_unique<flush_job>(*this);
-    auto state = std::make_shared<detail::flush_state>();
-    state->wait_fn = &detail::flush_state::wait_offline<thread_flavors>;
-    {
-      std::unique_lock lock(mutex_);
-      // The hint (unregister_many's Cost) for the passes before the return only: flush_job::start
-      // drops it before the hand-off, since the drain runs when `objects` may be gone.
-      job->q.order_ = order_hint_of(objects);
-      push_all(job->q, objects);
-      if (job->q.refused_ > 0 && job->q.size() == 0) {
-        batch_stats refused;
-        refused.refused = true;
-        return flush_ticket(refused);
-      }
-      if (!job->start()) {  // nothing queued (or refused in a read section): done here
-        batch_totals_.add(job->engine->stats());
-        return flush_ticket(job->engine->stats());
-      }
-      lock.release();             // the batch's own lock ref releases it now, on this thread
-      job->engine->hand_off_lock();
-    }
-    if (reclaimer.options().copy_order_hint) job->keep_order_hint(objects);
-    state->at_handoff = job->engine->stats();
-    job->objects = state->at_handoff.objects;
-    job->state = state;
-    reclaimer.submit<thread_flavors>(std::move(job));
-    return flush_ticket(std::move(state));
-  }
+  flush_ticket unregister_many_deferred(Range&& objects, deferred_destroy& reclaimer);
 
   /// Delete by key: the server's everyday call, and the safe one when threads race to delete the
   /// same object (two threads, one key: exactly one gets unregistered, the other not_found, and
@@ -767,28 +400,7 @@ class basic_registry {
   /// found, and keys naming an object already queued by this call, count in `missed`. Always the
   /// registry's own batch, attached reclaimer or not.
   template <class I, class Keys>
-  unregister_result try_unregister_many(const Keys& keys) {
-    unregister_result r;
-    std::size_t going = 0;  // found, but already going away
-    r.stats = unregister_with([&](queues& q) {
-      auto& index_ = index<I>();
-      for (const auto& key : keys) {
-        auto* obj = index_.find_locked(key);
-        if (obj == nullptr || q.contains(*obj)) {
-          ++r.missed;
-        } else if (going_away(*obj)) {  // still listed, in a running batch (a chunked unlist's)
-          ++r.missed;
-          ++going;
-        } else if (q.push(*obj)) {
-          ++r.unregistered;
-        }
-      }
-    });
-    if (r.unregistered > 0) r.status = unregister_status::unregistered;
-    else if (r.stats.refused) r.status = unregister_status::refused;  // every key found was refused (report)
-    else if (going > 0) r.status = unregister_status::already_unregistering;
-    return r;
-  }
+  unregister_result try_unregister_many(const Keys& keys);
 
   /// By object, for callers that know obj is alive (they hold a reference to it, or own it until
   /// its destroy) but not whether another thread is already deleting it: "delete it unless it is
@@ -851,7 +463,8 @@ class basic_registry {
   /// and its owned children in one critical section of the writer lock. new_parent replaces
   /// old_parent in every index (as replace); each new child whose key (in its policy's first index)
   /// is an old child's replaces it in every index, atomically; the others are published; all are
-  /// marked registered and linked into new_parent's list. A parent that is itself owned (A owns
+  /// marked registered and linked into new_parent's list — linked before new_parent is published,
+  /// so a reader that finds new_parent sees every new child in its rcu_range(). A parent that is itself owned (A owns
   /// old_parent) is replaced in A's list as replace does (the same path): new_parent names A
   /// unless it names a parent itself, and is refused, nothing changed, if that parent is going
   /// away. The old parent, the replaced children and
@@ -877,27 +490,7 @@ class basic_registry {
   /// (nothing changed). Complexity: O(children) lookups and links, plus the batch.
   /// Blocking: the writer lock, the batch (as unregister), one grace period on refusal.
   template <class Parent, class Range>
-  replace_result replace_with_children(Parent& old_parent, Parent& new_parent, Range&& new_children) {
-    constexpr std::size_t kp = slot_of<Parent>();
-    using P = object_at<kp>;
-    using C = std::remove_pointer_t<std::remove_cvref_t<decltype(*std::begin(new_children))>>;
-    constexpr std::size_t kc = slot_of<C>();
-    using Rel = owner_of<object_at<kc>>;
-    static_assert(!std::is_void_v<Rel>, "rcubatch::registry::replace_with_children: the children's type is not owned "
-                                        "(no policy declares owning<&Parent::list> for it)");
-    if constexpr (!std::is_void_v<Rel>) {
-      static_assert(std::is_same_v<typename Rel::parent_type, P>,
-                    "rcubatch::registry::replace_with_children: the children's owner type is not the parent's type");
-      constexpr bool finds_old_child = detail::looks_up_by_object<std::tuple_element_t<kc, std::tuple<Policies...>>>;
-      static_assert(finds_old_child,
-                    "rcubatch::registry::replace_with_children: the children's policy must find the old child a new "
-                    "one replaces, so its first index needs `key_of(const T&)` and `T* find_locked(const Key&)` "
-                    "(lfht_index and hlist_index have both)");
-      if constexpr (finds_old_child)  // no second, raw error from the body
-        return replace_family<kp, kc, Rel>([&old_parent]() noexcept { return &static_cast<P&>(old_parent); },
-                                           static_cast<P&>(new_parent), new_children);
-    }
-  }
+  replace_result replace_with_children(Parent& old_parent, Parent& new_parent, Range&& new_children);
 
   // ---- Issue 37: replace by key, families added whole, adds under a parent's key, conditional ----
   // ---- deletes, flush by predicate, bounded tables. Every lost race is a result, not misuse.   ----
@@ -944,24 +537,12 @@ class basic_registry {
   /// changed and the new objects are the caller's. Requires, Misuse, Throws, Blocking: as
   /// replace_with_children; I is an index of Parent's policy with find_locked.
   template <class I, class K, class Parent, class Range>
-  replace_result try_replace_with_children(const K& key, Parent& new_parent, Range&& new_children) {
-    constexpr std::size_t kp = slot_of<Parent>();
-    using P = object_at<kp>;
-    using C = std::remove_pointer_t<std::remove_cvref_t<decltype(*std::begin(new_children))>>;
-    using Rel = owner_of<object_at<slot_of<C>()>>;
-    static_assert(!std::is_void_v<Rel> && std::is_same_v<typename detail::relation_or_void<Rel>::parent, P>,
-                  "rcubatch::registry::try_replace_with_children: the children's type is not owned by the parent's "
-                  "(no policy declares owning<&Parent::list> for it)");
-    static_assert(std::is_same_v<std::remove_cvref_t<decltype(*index<I>().find_locked(key))>, P>,
-                  "rcubatch::registry::try_replace_with_children: index I does not hold the parent's type");
-    return replace_family<kp, slot_of<C>(), Rel>([this, &key]() { return index<I>().find_locked(key); },
-                                                 static_cast<P&>(new_parent), new_children);
-  }
+  replace_result try_replace_with_children(const K& key, Parent& new_parent, Range&& new_children);
 
   /// Publish a family whole: parent and children (objects or pointers, as replace_with_children
-  /// takes them) under one hold of the writer lock, all or none. The children are published
-  /// first, then the parent, then all are marked registered and the children linked into the
-  /// parent's owned list: a reader that finds the parent finds every child.
+  /// takes them) under one hold of the writer lock, all or none. The children are linked into the
+  /// parent's owned list and published first, then the parent, then all are marked registered: a
+  /// reader that finds the parent (from its publish on) finds every child in its rcu_range().
   /// Requires: the children's type is owned by Parent's (owning<>: a compile error otherwise);
   /// parent and children freshly constructed, keys set; each child's owner_hook names parent or
   /// nothing (then it is set to parent); outside read sections.
@@ -974,19 +555,7 @@ class basic_registry {
   /// (std::invalid_argument). Throws: as above; what publish throws (after undoing and a grace
   /// period). Complexity: O(children) publishes. Blocking: the writer lock; one GP on refusal.
   template <class Parent, class Range>
-  add_result add_with_children(Parent& parent, Range&& children) {
-    constexpr std::size_t kp = slot_of<Parent>();
-    using C = std::remove_pointer_t<std::remove_cvref_t<decltype(*std::begin(children))>>;
-    constexpr std::size_t kc = slot_of<C>();
-    using Rel = owner_of<object_at<kc>>;
-    static_assert(!std::is_void_v<Rel> && std::is_same_v<typename detail::relation_or_void<Rel>::parent, object_at<kp>>,
-                  "rcubatch::registry::add_with_children: the children's type is not owned by the parent's (no "
-                  "policy declares owning<&Parent::list> for it)");
-    if constexpr (!std::is_void_v<Rel>)
-      return add_family<kp, kc, Rel>(static_cast<object_at<kp>&>(parent), children);
-    else
-      return {};
-  }
+  add_result add_with_children(Parent& parent, Range&& children);
 
   /// Add a child under its parent's key: as add, with the parent looked up under the writer lock
   /// in its index ParentIndex, so a parent deleted concurrently refuses the child instead of
@@ -997,30 +566,7 @@ class basic_registry {
   /// published); duplicate; full; refused (misuse under report). Misuse: as add; a child naming
   /// another parent (std::invalid_argument, nothing changed). Blocking: as add.
   template <class ParentIndex, class K, class U>
-  add_result add_under(const K& parent_key, U& child) {
-    constexpr std::size_t k = slot_of<U>();
-    using Rel = owner_of<object_at<k>>;
-    static_assert(!std::is_void_v<Rel>, "rcubatch::registry::add_under: the child's type is not owned (no policy "
-                                        "declares owning<&Parent::list> for it)");
-    if constexpr (!std::is_void_v<Rel>) {
-      using P = typename Rel::parent_type;
-      static_assert(std::is_same_v<std::remove_cvref_t<decltype(*index<ParentIndex>().find_locked(parent_key))>, P>,
-                    "rcubatch::registry::add_under: ParentIndex does not hold the child's parent type");
-      return add_core<k>(static_cast<object_at<k>&>(child), "registry::add_under",
-                         [this, &parent_key](object_at<k>& c) {
-                           P* const p = index<ParentIndex>().find_locked(parent_key);
-                           if (p == nullptr || going_away(*p)) return add_status::parent_gone;
-                           P* const named = Rel::hook_of(c).parent();
-                           if (named == nullptr) Rel::hook_of(c).set_parent(*p);
-                           else if (named != p)
-                             throw std::invalid_argument("rcubatch::registry::add_under: the child's owner_hook names "
-                                                         "another parent than the one with that key (nothing was "
-                                                         "changed)");
-                           return add_status::added;
-                         },
-                         false);
-    }
-  }
+  add_result add_under(const K& parent_key, U& child);
 
   /// As add, telling why a refusal happened (add_status): duplicate, parent_gone, full, refused.
   /// Requires, Misuse, Throws, Blocking: as add.
@@ -1052,25 +598,7 @@ class basic_registry {
   /// bool; as try_unregister<I>(key) otherwise. Throws: what pred throws (nothing changed).
   /// Blocking: as unregister.
   template <class I, class K, class Pred>
-  unregister_result try_unregister(const K& key, Pred&& pred) {
-    unregister_result r;
-    bool kept = false;
-    r.stats = unregister_with([&](queues& q) {
-      auto* const obj = index<I>().find_locked(key);
-      if (obj == nullptr || going_away(*obj)) {
-        ++r.missed;
-      } else if (!static_cast<bool>(pred(std::as_const(*obj)))) {
-        kept = true;
-      } else if (q.push(*obj)) {
-        ++r.unregistered;
-      }
-    });
-    r.status = r.unregistered > 0 ? unregister_status::unregistered
-               : kept             ? unregister_status::kept
-               : r.stats.refused  ? unregister_status::refused
-                                  : unregister_status::not_found;
-    return r;
-  }
+  unregister_result try_unregister(const K& key, Pred&& pred);
 
   /// Flush by predicate (`ip route flush proto bgp`): every object of index I for which
   /// pred(const T&) returns true, in one batch (≤ 2 grace periods whatever the count; cascades
@@ -1083,20 +611,7 @@ class basic_registry {
   /// Throws: what pred throws (nothing changed). Complexity: O(index size) pred calls, plus the
   /// batch. Blocking: as unregister.
   template <class I, class Pred>
-  unregister_result unregister_if(Pred&& pred) {
-    unregister_result r;
-    r.stats = unregister_with([&](queues& q) {
-      const read_guard<typename I::flavor_type> walk;
-      for (auto& obj : index<I>()) {
-        if (going_away(obj) || q.contains(obj) || !static_cast<bool>(pred(std::as_const(obj)))) continue;
-        if (q.push(obj)) ++r.unregistered;
-      }
-    });
-    r.status = r.unregistered > 0 ? unregister_status::unregistered
-               : r.stats.refused  ? unregister_status::refused
-                                  : unregister_status::not_found;
-    return r;
-  }
+  unregister_result unregister_if(Pred&& pred);
 
   /// Effects: how many objects of type T are published here: the size of its policy's first
   /// index (exact under the writer lock; a relaxed snapshot otherwise). The count a capacity is
@@ -1181,6 +696,51 @@ class basic_registry {
   /// (counters.hpp). Thread safety: any thread, any time (never waits for a batch).
   /// Complexity: O(kPhases). Blocking: a copy-long lock.
   registry_counters counters() const noexcept { return {batch_totals_.read(), domain_->stats()}; }
+
+  // ---- The checks a batch of this registry's objects is queued through: unregister_with's ----
+  // ---- queues, and async_unregister's submit and unregister (its whole seam: no friend). ----
+
+  /// The admission of an object just queued for a batch run on this registry's policies.
+  /// Requires: the writer lock; obj was just pushed into q (unreg_queue::push returned true), a
+  /// queue whose batch runs on this registry's policies (unregister_with's queues, an attached
+  /// async_unregister's); T is a policy's object type (a compile error otherwise).
+  /// Effects: true when such a batch may tear obj down: its policy publishes it here (`bool
+  /// owns(const T&)`, if the policy has one: indexed has it), and no owner_hook names it as a
+  /// parent while its policy here declares no owning<> (owned.hpp: its children would stay
+  /// indexed and point at it). Otherwise obj is taken out of q again and the misuse diagnosed,
+  /// naming `caller` (wrong_registry, not_in_batch): false under misuse_policy::report, nothing
+  /// changed; misuse_error thrown under throw_error, obj out of q.
+  /// Thread safety: the writer lock's holder. Complexity: O(1). Blocking: never.
+  template <class T>
+  bool admit_queued(unreg_queue<T>& q, std::type_identity_t<T>& obj, const char* caller) {
+    constexpr std::size_t k = slot_of<T>();
+    if (!owns<k>(obj)) [[unlikely]] {
+      q.remove(obj);
+      report_wrong_registry(caller);
+      return false;
+    }
+    if (children_left_behind<k>(obj)) [[unlikely]] {
+      q.remove(obj);
+      report_children_left_behind(caller);
+      return false;
+    }
+    return true;
+  }
+  /// Not on the thread that holds the writer lock (a hook of a batch holding it, or code under
+  /// writer_lock()): a call that takes the lock, or waits for a batch that takes it, would wait
+  /// for itself. Effects: true when the calling thread does not hold the writer lock; otherwise
+  /// misuse holds_writer_lock is diagnosed naming `caller` ("registry::add",
+  /// "async_unregister::submit"): false under misuse_policy::report, misuse_error thrown under
+  /// throw_error. Thread safety: any thread. Complexity: O(1). Blocking: never.
+  bool lock_not_held(const char* caller) {
+    if (!mutex_.held_by_caller()) [[likely]]
+      return true;
+    detail::diag_text msg(caller);
+    msg += " called by the thread that holds the registry's writer lock (a hook of a batch that holds it, or "
+           "code under writer_lock()): it would wait for itself; nothing was changed";
+    detail::diagnose(misuse_kind::holds_writer_lock, msg.view());
+    return false;
+  }
 
   /// Combining (combining.hpp): attaches `l`, which the gate then tells about every batch that
   /// ran gate calls (combining_listener), and turns combining on while it is attached — what
@@ -1513,72 +1073,7 @@ class basic_registry {
     gate_.finish(b, requests != 0 ? &st : nullptr, requests, [](const gate_call&) { return combining_turn::done; });
   }
 
-  /// One batch handed to a deferred_destroy: its queues and its engine, on the heap (the lanes
-  /// point into both) until the reclaimer's thread has finished it.
-  class flush_job final : public detail::deferred_job {
-    basic_registry& registry_;
-
-   public:
-    explicit flush_job(basic_registry& r) : registry_(r), q(r) {}
-    /// Under the writer lock: builds the engine (the registry's lanes and options; the lock
-    /// released for the drain, never held across the hand-off) and runs it through its grace
-    /// periods. False when the batch ended there (nothing to hand over).
-    bool start() { return start(std::index_sequence_for<Policies...>{}); }
-    batch_stats run(std::size_t chunk, bool yield) noexcept override {
-      detail::registrations_in<thread_flavors> registered;  // for the hooks and the drain's waits
-      const batch_stats st = engine->run_after_grace_periods(
-          true, detail::destroy_pause{chunk, yield ? &pause_and_yield : &pause, nullptr});
-      registry_.batch_totals_.add(st);
-      return st;
-    }
-
-    /// After start, before the hand-off (the caller's array is alive): a copy of `range` as the
-    /// drain's order hint, kept with the job (deferred_options::copy_order_hint). No hint, or no
-    /// memory for the copy: nothing (the batch is past its grace periods and must go on; a hint
-    /// is only a prefetch).
-    template <class Range>
-    void keep_order_hint(Range& range) noexcept {
-      const detail::order_hint h = order_hint_of(range);
-      if (h.objects == nullptr) return;
-      using element = std::ranges::range_value_t<std::remove_reference_t<Range>>;
-      kept_hint_ = detail::mapped_array(h.size * sizeof(element));
-      if (!kept_hint_) return;
-      element* const copy = static_cast<element*>(kept_hint_.data());
-      std::copy_n(std::ranges::data(range), h.size, copy);
-      engine->set_order_hint({h.key, copy, h.size});
-    }
-
-    queues q;
-    using engine_type = detail::engine_for<
-        Flavor, detail::lane_ref<typename Policies::object_type, Policies>...>;
-    std::optional<engine_type> engine;
-
-   private:
-    detail::mapped_array kept_hint_;  // keep_order_hint's copy, for the drain
-
-    template <std::size_t... K>
-    bool start(std::index_sequence<K...>) {
-      const auto lock = detail::writer_lock_ref::make<thread_flavors>(
-          registry_.mutex_, registry_.options_.unlock_during_waits ? detail::lock_release::grace_periods
-                                                                   : detail::lock_release::drain_only);
-      detail::batch_context ctx(lock);
-      ctx.order = q.order_;  // the caller's array: the push, unlist and uninit passes prefetch through it
-      auto refs = std::make_tuple(detail::lane_ref<object_at<K>, std::tuple_element_t<K, std::tuple<Policies...>>>{
-          std::get<K>(q.q_), std::get<K>(registry_.policies_)}...);
-      std::apply([&](auto&... r) { engine.emplace(*registry_.domain_, registry_.options_.rollback, ctx, r...); }, refs);
-      const bool more = engine->run_through_grace_periods();
-      engine->set_order_hint();  // the drain runs after the call returns, when the caller's array may be gone
-      return more;
-    }
-    /// Between chunks of the destroy pass, on the reclaimer's thread: a quiescent state in each
-    /// qsbr flavor it is online in (a long pass would hold up every grace period otherwise).
-    static void pause(void*) noexcept { detail::quiescent_in(std::type_identity<thread_flavors>{}); }
-    /// The same, and its core to the other threads (deferred_options::yield_between_chunks).
-    static void pause_and_yield(void*) noexcept {
-      pause(nullptr);
-      std::this_thread::yield();
-    }
-  };
+  class flush_job;  // one batch handed to a deferred_destroy: registry_deferred.hpp
 
   /// Whether obj (of slot K) was named as parent by an owner_hook while its policy here owns no
   /// children (owned.hpp: detail::children_left_behind): checked wherever an object is queued
@@ -1601,19 +1096,6 @@ class basic_registry {
     msg += ": the object is registered, but not in this registry (another registry of the same type, "
            "or unlinked by hand); nothing was changed";
     detail::diagnose(misuse_kind::wrong_registry, msg.view());
-  }
-
-  /// Not on the thread that holds the writer lock: a hook of a batch holding it, or code under
-  /// writer_lock(). Taking it again (or waiting for a batch that takes it) would wait for itself.
-  /// `caller` names the member ("registry::add", "async_unregister::submit").
-  bool lock_not_held(const char* caller) {
-    if (!mutex_.held_by_caller()) [[likely]]
-      return true;
-    detail::diag_text msg(caller);
-    msg += " called by the thread that holds the registry's writer lock (a hook of a batch that holds it, or "
-           "code under writer_lock()): it would wait for itself; nothing was changed";
-    detail::diagnose(misuse_kind::holds_writer_lock, msg.view());
-    return false;
   }
 
   bool outside_read_section(const char* what) {
@@ -1691,114 +1173,16 @@ class basic_registry {
   /// resolve (add_under: the parent by key), the owner's check, the capacity, the publish; on
   /// success obj is linked to its owner, marked registered and, if `hold`, held for the caller.
   template <std::size_t K, class Resolve>
-  add_result add_core(object_at<K>& t, const char* caller, Resolve&& resolve, bool hold) {
-    using T = object_at<K>;
-    add_result res;  // refused
-    if (!outside_read_section("add") || !lock_not_held(caller)) return res;
-    std::scoped_lock lock(mutex_);
-    if (!is_fresh(t, caller, "the object")) return res;
-    if (const add_status s = std::forward<Resolve>(resolve)(t); s != add_status::added) {
-      res.status = s;
-      return res;
-    }
-    if constexpr (!std::is_void_v<owner_of<T>>) {
-      if (!owner_accepts<owner_of<T>>(t, caller)) {
-        res.status = owner_going_away<owner_of<T>>(t) ? add_status::parent_gone : add_status::refused;
-        return res;
-      }
-    }
-    if (!has_room<K>(1)) {
-      res.status = add_status::full;
-      return res;
-    }
-    publish_result r = publish_result::refused;
-    try {
-      r = detail::to_publish_result(std::get<K>(policies_).publish(t));
-    } catch (...) {
-      domain_->synchronize();  // the hook undid its links, but readers may have found obj
-      throw;
-    }
-    if (r == publish_result::published) {
-      link_owned(t);
-      t.mark_registered();  // cannot fail: uninitialized was checked under this lock
-      if (hold) t.refs().hold();  // before the lock is released: no batch can have taken it yet
-      res.status = add_status::added;
-      return res;
-    }
-    if (r == publish_result::refused_after_exposure) domain_->synchronize();
-    res.status = add_status::duplicate;
-    return res;
-  }
+  add_result add_core(object_at<K>& t, const char* caller, Resolve&& resolve, bool hold);
 
   /// replace's and try_replace's body: under the writer lock, find_old() (the object, or by key),
   /// the checks (a lost race is a result), the swap in every index, then old's batch. kKeep: old's
   /// owned children move to new_obj in the same critical section (children_step: share, adopt).
   template <std::size_t K, bool kKeep, class FindOld>
-  replace_result replace_core(FindOld&& find_old, object_at<K>& n, const char* caller) {
-    using T = object_at<K>;
-    using Policy = std::tuple_element_t<K, std::tuple<Policies...>>;
-    static_assert(requires(Policy& p, T& t) { p.replace(t, t); },
-                  "rcubatch::registry::replace: the object's policy needs `replace(T& old, T& new)` (indexed has it)");
-    static_assert(!kKeep || detail::has_owned_lists<Policy>,
-                  "rcubatch::registry::replace(..., keep_children): the object's policy owns no children (declare "
-                  "owning<&T::list> on it)");
-    replace_result r;  // refused
-    if (!outside_read_section("replace") || !lock_not_held(caller)) {
-      r.stats.refused = true;
-      return r;
-    }
-    std::scoped_lock lock(mutex_);
-    if (!is_fresh(n, caller, "the new object")) {
-      r.stats.refused = true;
-      return r;
-    }
-    T* const o = std::forward<FindOld>(find_old)();
-    if (o == nullptr) {
-      r.status = replace_status::not_found;
-      return r;
-    }
-    bool lost = going_away(*o);  // in a batch or a queue: a lost race, not misuse
-    if constexpr (!std::is_void_v<owner_of<T>>) lost = lost || owner_going_away<owner_of<T>>(*o);  // its owner's batch takes it
-    if (lost) {
-      r.status = replace_status::already_unregistering;
-      return r;
-    }
-    if (!successor_owner_accepts(*o, n, caller)) {  // an owned child: n takes o's place
-      r.stats.refused = true;
-      return r;
-    }
-    queues q(*this);
-    if (!q.push(*o)) {  // never added here, or another registry's: diagnosed by push
-      r.stats.refused = true;
-      return r;
-    }
-    // kKeep: n's readers' chain is o's before n is published (a reader finding n sees o's children).
-    if constexpr (kKeep) children_step<K>([&]<class Rel>() { Rel::share(*o, n); });
-    try {
-      std::get<K>(policies_).replace(*o, n);  // throws with nothing changed; the queue is dropped
-    } catch (...) {
-      if constexpr (kKeep) children_step<K>([&]<class Rel>() { Rel::unshare(n); });  // n never published
-      throw;
-    }
-    link_owned(n);
-    n.mark_registered();  // cannot fail: uninitialized, checked under this lock
-    detail::registrable_access::set_unlisted_early(*o, true);  // its batch skips the unlist
-    if constexpr (kKeep) children_step<K>([&]<class Rel>() { Rel::adopt(*o, n); });
-    r.status = replace_status::replaced;
-    r.replaced = true;
-    r.stats = run(q, std::index_sequence_for<Policies...>{});
-    return r;
-  }
+  replace_result replace_core(FindOld&& find_old, object_at<K>& n, const char* caller);
 
   template <class I, bool kKeep, class K, class U>
-  replace_result replace_by_key(const K& key, U& new_obj) {
-    constexpr std::size_t k = slot_of<U>();
-    using T = object_at<k>;
-    static_assert(std::is_same_v<std::remove_cvref_t<decltype(*index<I>().find_locked(key))>, T>,
-                  "rcubatch::registry::try_replace: index I does not hold the new object's type");
-    return replace_core<k, kKeep>([this, &key]() { return index<I>().find_locked(key); }, static_cast<T&>(new_obj),
-                                  "registry::try_replace");
-  }
+  replace_result replace_by_key(const K& key, U& new_obj);
 
   /// Requires: the writer lock. Effects: step.template operator()<Rel>() for each owned relation
   /// of slot K's policy. replace_core's keep_children steps: Rel::share before `to` is published
@@ -1806,240 +1190,35 @@ class basic_registry {
   /// once `to` took `from`'s place (the children move, each owner_hook naming `to`: a reader that
   /// follows parent() finds from or to, and from is destroyed only after its batch's grace period).
   template <std::size_t K, class Step>
-  static void children_step(Step&& step) noexcept {
-    using Rels = detail::owned_lists_t<std::tuple_element_t<K, std::tuple<Policies...>>>;
-    [&]<class... Rs>(std::type_identity<std::tuple<Rs...>>) {
-      (step.template operator()<Rs>(), ...);
-    }(std::type_identity<Rels>{});
-  }
+  static void children_step(Step&& step) noexcept;
 
   /// Whether obj is freshly constructed (uninitialized, and not `linked` into a list by hand);
   /// otherwise misuse register_twice, naming caller and role (false under report; nothing changed).
-  static bool is_fresh(const detail::registrable_base& obj, const char* caller, const char* role, bool linked = false) {
-    if (obj.state() == reg_state::uninitialized && !linked) [[likely]]
-      return true;
-    detail::diag_text msg(caller);
-    msg += ": ";
-    msg += role;
-    msg += " is ";
-    msg += linked ? "linked into an owned_list" : to_string(obj.state());
-    msg += "; it must be freshly constructed (nothing was changed)";
-    detail::diagnose(misuse_kind::register_twice, msg.view());
-    return false;
-  }
+  static bool is_fresh(const detail::registrable_base& obj, const char* caller, const char* role, bool linked = false);
 
   /// The children a family member was given (objects or pointers of C), as pointers.
   /// Throws: std::invalid_argument naming `caller` on a null pointer (nothing changed).
   template <class C, class Range>
-  static std::vector<C*> family_members(Range& children, const char* caller) {
-    std::vector<C*> out;
-    for (auto&& element : children) {
-      if constexpr (std::is_pointer_v<std::remove_cvref_t<decltype(element)>>) {
-        if (element == nullptr) throw std::invalid_argument(std::string("rcubatch::") + caller + ": a null pointer");
-        out.push_back(static_cast<C*>(element));
-      } else {
-        out.push_back(static_cast<C*>(&element));
-      }
-    }
-    return out;
-  }
+  static std::vector<C*> family_members(Range& children, const char* caller);
   /// Requires: the writer lock. Whether the parent and every child of a family about to be
   /// published are freshly constructed (misuse register_twice otherwise, naming `caller` and the
   /// role: false under report, nothing changed) and each child's owner_hook names the parent or
   /// nothing. Throws: misuse_error; std::invalid_argument for a child naming another parent.
   template <class Rel, class C>
   static bool family_is_fresh(const typename Rel::parent_type& parent, const std::vector<C*>& children,
-                              const char* caller, const char* parent_role, const char* child_role) {
-    if (!is_fresh(parent, caller, parent_role)) return false;
-    for (C* c : children) {
-      if (!is_fresh(*c, caller, child_role)) return false;
-      if (Rel::hook_of(*c).is_linked()) return is_fresh(*c, caller, child_role, /*linked=*/true);
-      const auto* const named = Rel::hook_of(*c).parent();
-      if (named != nullptr && named != &parent)
-        throw std::invalid_argument(std::string("rcubatch::") + caller + ": " + child_role +
-                                    "'s owner_hook names another parent than " + parent_role + " (nothing was changed)");
-    }
-    return true;
-  }
+                              const char* caller, const char* parent_role, const char* child_role);
 
   /// add_with_children's body (see there): children published first, then the parent; any
   /// refusal undoes every publish in reverse (one grace period if anything was visible).
   template <std::size_t kp, std::size_t kc, class Rel, class Range>
-  add_result add_family(object_at<kp>& parent, Range& children) {
-    using P = object_at<kp>;
-    using C = object_at<kc>;
-    add_result res;  // refused
-    if (!outside_read_section("add_with_children") || !lock_not_held("registry::add_with_children")) return res;
-    const std::vector<C*> fresh = family_members<C>(children, "registry::add_with_children");
-    std::scoped_lock lock(mutex_);
-    if (!family_is_fresh<Rel>(parent, fresh, "registry::add_with_children", "the parent", "a child")) return res;
-    if constexpr (!std::is_void_v<owner_of<P>>) {  // the parent is itself owned: its owner must accept it
-      if (!owner_accepts<owner_of<P>>(parent, "registry::add_with_children")) {
-        res.status = owner_going_away<owner_of<P>>(parent) ? add_status::parent_gone : add_status::refused;
-        return res;
-      }
-    }
-    if (!has_room<kp>(1) || !has_room<kc>(fresh.size())) {
-      res.status = add_status::full;
-      return res;
-    }
-    auto& pp = std::get<kp>(policies_);
-    auto& cp = std::get<kc>(policies_);
-    std::size_t done = 0;  // children published
-    bool exposed = false;
-    bool parent_published = false;
-    auto undo = [&]() noexcept {
-      while (done > 0) cp.unlist(*fresh[--done]);
-      if (exposed) domain_->synchronize();  // readers may have found a new object: the caller frees them
-    };
-    try {
-      for (C* c : fresh)
-        if (Rel::hook_of(*c).parent() == nullptr) Rel::hook_of(*c).set_parent(parent);
-      for (; done < fresh.size(); ++done) {
-        const publish_result r = detail::to_publish_result(cp.publish(*fresh[done]));
-        if (r != publish_result::published) {
-          exposed = exposed || r == publish_result::refused_after_exposure;
-          break;  // undone by the policy itself
-        }
-        exposed = true;
-      }
-      if (done == fresh.size()) {
-        const publish_result r = detail::to_publish_result(pp.publish(parent));
-        parent_published = r == publish_result::published;
-        exposed = exposed || r == publish_result::refused_after_exposure;
-      }
-    } catch (...) {
-      exposed = true;
-      undo();
-      throw;
-    }
-    if (!parent_published) {
-      undo();
-      res.status = add_status::duplicate;
-      return res;
-    }
-    // --- nothing below fails ---
-    link_owned(parent);
-    parent.mark_registered();
-    for (C* c : fresh) {
-      c->mark_registered();
-      link_owned(*c);
-    }
-    res.status = add_status::added;
-    return res;
-  }
+  add_result add_family(object_at<kp>& parent, Range& children);
 
   /// replace_with_children's body (see there). One pass applies, remembering each change; a
   /// refusal or an exception undoes them in reverse (each index operation undone by its inverse),
   /// so nothing is left half-published; on success the old version goes through the one teardown
   /// path (run: rollback_many), its objects marked unlisted-early (the swaps unlisted them).
   template <std::size_t kp, std::size_t kc, class Rel, class FindOld, class Range>
-  replace_result replace_family(FindOld&& find_old, object_at<kp>& new_p, Range& new_children) {
-    using P = object_at<kp>;
-    using C = object_at<kc>;
-    auto& pp = std::get<kp>(policies_);
-    auto& cp = std::get<kc>(policies_);
-    using first_index = std::tuple_element_t<0, typename std::remove_cvref_t<decltype(cp)>::index_types>;
-    replace_result result;
-    if (!outside_read_section("replace_with_children") || !lock_not_held("registry::replace_with_children")) {
-      result.stats.refused = true;
-      return result;
-    }
-    // the new children, then: [0, swapped) replaced an old one, (paired below)
-    const std::vector<C*> fresh = family_members<C>(new_children, "registry::replace_with_children");
-    std::vector<C*> replaced_old(fresh.size(), nullptr);  // per new child: the old one it replaced
-    std::scoped_lock lock(mutex_);
-    queues q(*this);
-    P* const found = std::forward<FindOld>(find_old)();  // under the lock (try_replace_with_children: by key)
-    if (found == nullptr) {
-      result.status = replace_status::not_found;
-      return result;
-    }
-    P& old_p = *found;
-    if (going_away(old_p)) {  // a lost race: a result, not misuse (issue 37)
-      result.status = replace_status::already_unregistering;
-      return result;
-    }
-    if (!family_is_fresh<Rel>(new_p, fresh, "registry::replace_with_children", "the new parent", "a new child")) {
-      result.stats.refused = true;
-      return result;
-    }
-    // A parent that is itself owned (A owns old_p): new_p takes old_p's place in A's list, as replace's new object.
-    if (!successor_owner_accepts(old_p, new_p, "registry::replace_with_children")) {
-      result.stats.refused = true;
-      return result;
-    }
-    if (!q.push(old_p)) {  // not registered here, going away, in a queue: diagnosed by push
-      result.stats.refused = true;
-      return result;
-    }
-    // --- apply, remembering how far: undo() takes back exactly what was done ---
-    bool parent_swapped = false;
-    std::size_t applied = 0;  // new children handled (replaced an old one, or published)
-    bool exposed = false;
-    auto undo = [&]() noexcept {
-      while (applied > 0) {
-        --applied;
-        C& c = *fresh[applied];
-        if (C* old_c = replaced_old[applied]) {
-          cp.replace(c, *old_c);  // back in place (its keys are c's: cannot differ)
-          detail::registrable_access::set_unlisted_early(*old_c, false);
-        } else {
-          cp.unlist(c);
-        }
-      }
-      if (parent_swapped) pp.replace(new_p, old_p);
-      if (exposed) domain_->synchronize();  // readers may have found a new object: the caller frees them
-    };
-    try {
-      pp.replace(old_p, new_p);  // throws with nothing changed
-      parent_swapped = exposed = true;
-      auto& index0 = cp.template index<first_index>();
-      for (; applied < fresh.size(); ++applied) {
-        C& c = *fresh[applied];
-        if (Rel::hook_of(c).parent() == nullptr) Rel::hook_of(c).set_parent(new_p);
-        C* existing = index0.find_locked(index0.key_of(c));
-        if (existing != nullptr) {
-          const bool old_child = Rel::hook_of(*existing).is_linked() && Rel::hook_of(*existing).parent() == &old_p &&
-                                 !detail::registrable_access::unlisted_early(*existing);
-          if (!old_child) break;  // the key is another object's (or a new child's): a duplicate
-          cp.replace(*existing, c);  // all or nothing; throws with this pair unchanged
-          detail::registrable_access::set_unlisted_early(*existing, true);  // also marks it paired
-          replaced_old[applied] = existing;
-          ++result.swapped;
-        } else {
-          const publish_result r = detail::to_publish_result(cp.publish(c));
-          if (r != publish_result::published) break;  // undone by the policy itself
-          ++result.added;
-        }
-      }
-    } catch (...) {
-      undo();
-      throw;
-    }
-    if (applied < fresh.size()) {  // refused: a duplicate key, or a refused publish
-      undo();
-      q.template of<P>().clear();
-      result.swapped = result.added = 0;
-      return result;
-    }
-    // --- nothing below fails ---
-    link_owned(new_p);
-    new_p.mark_registered();
-    detail::registrable_access::set_unlisted_early(old_p, true);  // its batch skips the unlist
-    for (std::size_t i = 0; i < fresh.size(); ++i) {
-      fresh[i]->mark_registered();
-      link_owned(*fresh[i]);
-      if (C* old_c = replaced_old[i]) q.template of<C>().push(*old_c);  // unlisted: the queue's own push
-    }
-    result.replaced = true;
-    result.status = replace_status::replaced;
-    result.stats = run(q, std::index_sequence_for<Policies...>{});
-    return result;
-  }
-
-  template <class>
-  friend class async_unregister;  // its submit path uses owns, report_wrong_registry, lock_not_held
+  replace_result replace_family(FindOld&& find_old, object_at<kp>& new_p, Range& new_children);
 
   writer_lock_type mutex_;
   registry_options options_;
@@ -2053,3 +1232,12 @@ class basic_registry {
 // fwd.hpp, so that code including only fwd.hpp can name it.
 
 }  // namespace rcubatch
+
+// The bodies of three groups of basic_registry's members, each group one concept (issue 35). They
+// are out-of-class definitions rather than base classes: every group works on the same private
+// state (the writer lock, the policies, run()), which a CRTP base or a helper class could reach
+// only through a friend or by exposing it. Declarations and contracts stay in the class above;
+// including registry.hpp includes them all.
+#include "rcubatch/registry_by_key.hpp"
+#include "rcubatch/registry_deferred.hpp"
+#include "rcubatch/registry_publish.hpp"
