@@ -116,6 +116,8 @@ struct options {
   // --mw_no_ping_pong: callgrind (bench/callgrind_per_submit.sh) reads the ping-pong's spinning
   // partner thread as an ever-deeper recursion and grows its own memory until valgrind gives up.
   bool ping_pong = true;
+  // --mw_gather_released: sync_combined with combining_options::gather_released on.
+  bool gather_released = false;
 };
 options g_opt;
 
@@ -387,6 +389,7 @@ std::unique_ptr<sync_registry<Flavor>> make_sync_registry(mode m, rcubatch::grac
   rcubatch::registry_options o;
   o.unlock_during_waits = m == mode::unlock_during_waits;
   o.combining.enabled = m == mode::sync_combined;  // the library's default max_batch
+  o.combining.gather_released = g_opt.gather_released;
   return std::make_unique<sync_registry<Flavor>>(o, domain);
 }
 
@@ -741,6 +744,7 @@ int main(int argc, char** argv) {
       }
     } else if (std::strcmp(a, "--mw_no_pin") == 0) g_opt.pin = false;
     else if (std::strcmp(a, "--mw_no_ping_pong") == 0) g_opt.ping_pong = false;
+    else if (std::strcmp(a, "--mw_gather_released") == 0) g_opt.gather_released = true;
     else args.push_back(argv[i]);
   }
 

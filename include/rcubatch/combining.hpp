@@ -110,6 +110,54 @@ class combining_listener {
   combining_listener& operator=(const combining_listener&) = default;  ///< copyable, like any interface
 };
 
+/// Which way of running a registry's batches costs its callers less, measured as they run
+/// (combining_options::gather_released): gathering (a leader sleeps until the callers the last
+/// shared batch released are back, so its batch takes them) or not (a leader takes what is
+/// queued; a lone caller goes alone). A batch's cost per call is the time from the previous
+/// batch's end to its own end, divided by the calls it served: with callers saturating the
+/// writer lock that is the time per call the registry delivers, every wait and wake-up
+/// included. Each estimate is an average over the last ~8 batches of its way; the cheaper way
+/// is chosen, and every kProbeEvery-th choice takes the other way once so that its estimate
+/// follows the load. Why not a rule: on a CPU shared with a busy reader, a gathering leader's
+/// sleep hands that reader the CPU and every grace period waits for it (measured 2026-12-05:
+/// 5.5 calls per batch yet 0.61× not gathering), while with the reader on a CPU of its own
+/// gathering paid 1.5× — which of the two a machine is, only the clock tells.
+/// Thread safety: none of its own; the gate calls it under the registry's writer lock.
+class gather_meter {
+ public:
+  using clock = std::chrono::steady_clock;  ///< the batches' clock
+  static constexpr unsigned kProbeEvery = 16;  ///< one choice in 16 tries the way not preferred
+
+  /// Whether the next leader that may gather should. Effects: counts the choice (probes).
+  bool gather_next() noexcept {
+    const bool prefer = prefers_gathering();
+    return ++choices_ % kProbeEvery == 0 ? !prefer : prefer;
+  }
+  /// Whether gathering is the cheaper way (or not yet measured both ways).
+  bool prefers_gathering() const noexcept { return gathered_ns_ == 0 || alone_ns_ == 0 || gathered_ns_ <= alone_ns_; }
+  /// Effects: a batch that served `calls` calls (≥ 1) ended at `now`, its leader gathering or
+  /// not; the first batch only starts the clock.
+  void ended(std::size_t calls, bool gathered, clock::time_point now) noexcept {
+    if (last_end_ != clock::time_point{} && calls != 0) {
+      const double per_call =
+          static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - last_end_).count()) /
+          static_cast<double>(calls);
+      double& e = gathered ? gathered_ns_ : alone_ns_;
+      e = e == 0 ? per_call : e + (per_call - e) / 8;
+    }
+    last_end_ = now;
+  }
+  /// The estimates, ns per call (0: none yet). For tests and observability.
+  double gathered_ns_per_call() const noexcept { return gathered_ns_; }
+  double alone_ns_per_call() const noexcept { return alone_ns_; }  ///< not gathering
+
+ private:
+  clock::time_point last_end_{};  // the last batch's end (any way)
+  double gathered_ns_ = 0;        // ns per call, batches whose leader gathered
+  double alone_ns_ = 0;           // ns per call, the others (alone ones included)
+  unsigned choices_ = 0;          // gather_next calls, for the probes
+};
+
 /// Where a gate call stands; written under the gate's mutex.
 enum class combining_turn : unsigned char {
   queued,  ///< waiting in the queue for a leader
@@ -181,6 +229,40 @@ class combining_gate {
   /// released call again before it takes the queue (gather_released; see there). A hint.
   bool released_still_away() const noexcept { return away_.load(std::memory_order_relaxed) != 0; }
 
+  /// Requires: the caller leads and holds the writer lock (gather_released). Effects: if the
+  /// meter (gather_meter) prefers gathering, sleeps (offline under qsbr) until every caller the
+  /// last shared batch released has called again, or for as long as that batch took, whichever
+  /// comes first, and returns true; the callers still away then are forgotten (not calling in a
+  /// loop: the next callers go alone). Sleeping, not yielding: a yield hands a busy thread on the
+  /// CPU a whole time slice (measured: 0.2×, RESULTS.md), a sleep lets the woken callers run.
+  /// If the meter prefers not to, returns false at once: on its probe the callers away stay
+  /// counted (the next leader may gather them), otherwise they are forgotten too.
+  /// Blocking: at most the last shared batch's elapsed time.
+  bool gather_released() {
+    if (!meter_.gather_next()) {
+      if (!meter_.prefers_gathering()) forget_released();  // not a probe: the callers away go alone
+      return false;
+    }
+    std::unique_lock lock(m_);
+    if (away_.load(std::memory_order_relaxed) == 0) return false;
+    const auto until = std::chrono::steady_clock::now() + last_shared_batch_;
+    {
+      detail::offline_while_blocked<Flavors> asleep;  // holding the writer lock: no reader waits on it
+      gathered_.wait_until(lock, until, [&] { return away_.load(std::memory_order_relaxed) == 0; });
+    }
+    away_.store(0, std::memory_order_relaxed);  // came back, or never will: either way none is awaited now
+    return true;
+  }
+
+  /// Requires: the writer lock. Effects: the batch a leader (gathered: it gathered) or a lone
+  /// caller ran, serving `calls` calls, ended now (gather_meter). Cost: one clock read.
+  void batch_ended(std::size_t calls, bool gathered) noexcept {
+    if (options_.gather_released) meter_.ended(calls, gathered, gather_meter::clock::now());
+  }
+
+  /// The meter (tests, observability). Requires: the writer lock, or no call in flight.
+  const gather_meter& meter() const noexcept { return meter_; }
+
   /// Calls queued or led and not yet taken by a batch (the leader's included). For tests and
   /// observability: a snapshot.
   std::size_t waiting() const {
@@ -196,7 +278,10 @@ class combining_gate {
     call& me = c;
     std::unique_lock lock(m_);
     queue_.push_back(c);
-    if (const std::size_t a = away_.load(std::memory_order_relaxed); a != 0) away_.store(a - 1, std::memory_order_relaxed);
+    if (const std::size_t a = away_.load(std::memory_order_relaxed); a != 0) {
+      away_.store(a - 1, std::memory_order_relaxed);
+      if (a == 1) gathered_.notify_one();  // the last one back: a gathering leader takes the queue
+    }
     if (!leader_waiting_.load(std::memory_order_relaxed)) {
       leader_waiting_.store(true, std::memory_order_relaxed);
       me.turn_ = turn::lead;
@@ -242,7 +327,10 @@ class combining_gate {
     std::scoped_lock lock(m_);
     if (ran != nullptr && listener_ != nullptr) report(b, *ran, requests, false);
     // Released callers, the leader included: in a closed loop each calls again soon.
-    if (options_.gather_released && ran != nullptr && b.size() > 1) away_.store(b.size(), std::memory_order_relaxed);
+    if (options_.gather_released && ran != nullptr && b.size() > 1) {
+      away_.store(b.size(), std::memory_order_relaxed);
+      last_shared_batch_ = ran->elapsed;  // the longest a leader waits for them (gather_released())
+    }
     while (!b.empty()) {
       Call& c = b.front();
       b.pop_front();
@@ -289,6 +377,11 @@ class combining_gate {
     return o;
   }
 
+  void forget_released() {
+    std::scoped_lock lock(m_);
+    away_.store(0, std::memory_order_relaxed);
+  }
+
   /// Requires: m_, a listener. One combined_batch_report for the calls of b.
   void report(const batch_list& b, const batch_stats& st, std::size_t requests, bool alone) noexcept {
     combined_batch_report r;
@@ -308,6 +401,9 @@ class combining_gate {
   boost::intrusive::list<Call> queue_;            // under m_: calls not taken yet, in arrival order
   std::atomic<bool> leader_waiting_{false};       // written under m_: a caller leads or will (queue_ non-empty)
   std::atomic<std::size_t> away_{0};              // written under m_: callers the last shared batch released, not back yet
+  std::condition_variable gathered_;              // with m_: away_ reached 0 (a gathering leader sleeps on it)
+  std::chrono::nanoseconds last_shared_batch_{};  // under m_: the last shared batch's elapsed time
+  gather_meter meter_;                            // under the registry's writer lock
   std::atomic<unsigned> enabled_{0};              // the option (1) + an attached listener (1)
   combining_listener* listener_ = nullptr;        // under m_
 };
