@@ -1,7 +1,8 @@
 // The gate's gather_meter (combining.hpp; combining_options::gather_released, issue 35): a
 // leader gathers the callers the last shared batch released only while batches so gathered
-// cost less per call than the others, measured as they end; one choice in kProbeEvery tries the
-// way not preferred. Times are given, not read from a clock: the meter's decisions are pure.
+// cost less per call than the others, measured as they end; one choice in kProbeEvery × (how
+// many times dearer) tries the way not preferred. Times are given, not read from a clock: the
+// meter's decisions are pure.
 #include <rcubatch/combining.hpp>
 
 #include <gtest/gtest.h>
@@ -58,14 +59,17 @@ TEST(gather_meter, gathered_batches_that_cost_less_per_call_are_preferred) {
   EXPECT_TRUE(m.gather_next());
 }
 
-TEST(gather_meter, every_sixteenth_choice_takes_the_way_not_preferred_once) {
+TEST(gather_meter, the_way_not_preferred_is_probed_once_every_sixteen_choices_times_how_much_dearer_it_is) {
+  // Gathered: 4 calls per batch, 320 µs apart = 80 µs per call, twice the 40 µs alone: a probe
+  // (gathering, once) every 2 × 16 = 32 choices.
   gather_meter m;
   auto t = run_batches(m, clock_type::time_point{} + 1s, 9, 40us, 1, false);
-  t = run_batches(m, t, 8, 400us, 4, true);  // not gathering is preferred
+  t = run_batches(m, t, 8, 320us, 4, true);
+  ASSERT_EQ(m.probe_spacing(), 2 * gather_meter::kProbeEvery);
   unsigned gathered = 0;
-  for (unsigned i = 1; i <= 2 * gather_meter::kProbeEvery; ++i) {
+  for (unsigned i = 1; i <= 4 * gather_meter::kProbeEvery; ++i) {
     const bool g = m.gather_next();
-    EXPECT_EQ(g, i % gather_meter::kProbeEvery == 0) << "choice " << i;
+    EXPECT_EQ(g, i % (2 * gather_meter::kProbeEvery) == 0) << "choice " << i;
     gathered += g ? 1u : 0u;
   }
   EXPECT_EQ(gathered, 2u);

@@ -48,6 +48,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstddef>
 #include <mutex>
@@ -113,49 +114,71 @@ class combining_listener {
 /// Which way of running a registry's batches costs its callers less, measured as they run
 /// (combining_options::gather_released): gathering (a leader sleeps until the callers the last
 /// shared batch released are back, so its batch takes them) or not (a leader takes what is
-/// queued; a lone caller goes alone). A batch's cost per call is the time from the previous
-/// batch's end to its own end, divided by the calls it served: with callers saturating the
-/// writer lock that is the time per call the registry delivers, every wait and wake-up
-/// included. Each estimate is an average over the last ~8 batches of its way; the cheaper way
-/// is chosen, and every kProbeEvery-th choice takes the other way once so that its estimate
-/// follows the load. Why not a rule: on a CPU shared with a busy reader, a gathering leader's
-/// sleep hands that reader the CPU and every grace period waits for it (measured 2026-12-05:
-/// 5.5 calls per batch yet 0.61× not gathering), while with the reader on a CPU of its own
-/// gathering paid 1.5× — which of the two a machine is, only the clock tells.
+/// queued; a lone caller goes alone). A batch's cost is the time from the previous batch's end
+/// to its own end, over the calls it served: with callers saturating the writer lock, the time
+/// per call the registry delivers, every wait and wake-up included. Each way's estimate is a
+/// ratio of sums (time over calls) of its last ~kWindow batches, not an average of ratios: on
+/// a loaded machine one batch in many is preempted for milliseconds, and an average of recent
+/// samples swings with each such batch (measured: it preferred the dearer way most of a run).
+/// The cheaper way is chosen; one choice in kProbeEvery × (dearer ÷ cheaper, rounded up, at
+/// most kMaxProbeScale) takes the other way once, so that its estimate follows the load while
+/// the probes cost about 1/kProbeEvery of the time. Why not a rule: with a busy reader on the
+/// writers' CPU a gathering leader's sleep hands that reader the CPU and every grace period
+/// then waits for it (2026-12-05: 5.5 calls per batch yet 0.61× not gathering); with the reader
+/// on a CPU of its own gathering paid 1.5× — which of the two a machine is, the clock tells.
 /// Thread safety: none of its own; the gate calls it under the registry's writer lock.
 class gather_meter {
  public:
-  using clock = std::chrono::steady_clock;  ///< the batches' clock
-  static constexpr unsigned kProbeEvery = 16;  ///< one choice in 16 tries the way not preferred
+  using clock = std::chrono::steady_clock;       ///< the batches' clock
+  static constexpr unsigned kProbeEvery = 16;     ///< the probes' spacing, in choices, when both ways cost the same
+  static constexpr unsigned kMaxProbeScale = 64;  ///< the most a dearer way's probes are spaced out by
+  static constexpr double kWindow = 32;           ///< batches per way the estimates reach back over (decay 1/kWindow)
 
   /// Whether the next leader that may gather should. Effects: counts the choice (probes).
   bool gather_next() noexcept {
     const bool prefer = prefers_gathering();
-    return ++choices_ % kProbeEvery == 0 ? !prefer : prefer;
+    if (++since_probe_ < probe_spacing()) return prefer;
+    since_probe_ = 0;
+    return !prefer;
   }
   /// Whether gathering is the cheaper way (or not yet measured both ways).
-  bool prefers_gathering() const noexcept { return gathered_ns_ == 0 || alone_ns_ == 0 || gathered_ns_ <= alone_ns_; }
+  bool prefers_gathering() const noexcept {
+    return !gathered_.measured() || !alone_.measured() || gathered_.per_call() <= alone_.per_call();
+  }
+  /// Choices between two probes: kProbeEvery × the dearer way's cost over the cheaper's.
+  unsigned probe_spacing() const noexcept {
+    if (!gathered_.measured() || !alone_.measured()) return kProbeEvery;
+    const double g = gathered_.per_call(), a = alone_.per_call();
+    const double ratio = std::min(std::ceil(std::max(g, a) / std::max(std::min(g, a), 1.0)), double{kMaxProbeScale});
+    return kProbeEvery * static_cast<unsigned>(ratio);
+  }
   /// Effects: a batch that served `calls` calls (≥ 1) ended at `now`, its leader gathering or
   /// not; the first batch only starts the clock.
   void ended(std::size_t calls, bool gathered, clock::time_point now) noexcept {
-    if (last_end_ != clock::time_point{} && calls != 0) {
-      const double per_call =
-          static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - last_end_).count()) /
-          static_cast<double>(calls);
-      double& e = gathered ? gathered_ns_ : alone_ns_;
-      e = e == 0 ? per_call : e + (per_call - e) / 8;
-    }
+    if (last_end_ != clock::time_point{} && calls != 0)
+      (gathered ? gathered_ : alone_)
+          .add(static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - last_end_).count()),
+               static_cast<double>(calls));
     last_end_ = now;
   }
   /// The estimates, ns per call (0: none yet). For tests and observability.
-  double gathered_ns_per_call() const noexcept { return gathered_ns_; }
-  double alone_ns_per_call() const noexcept { return alone_ns_; }  ///< not gathering
+  double gathered_ns_per_call() const noexcept { return gathered_.per_call(); }
+  double alone_ns_per_call() const noexcept { return alone_.per_call(); }  ///< not gathering
 
  private:
+  struct way {  // decayed sums of one way's batches
+    double ns = 0, calls = 0;
+    void add(double interval_ns, double served) noexcept {
+      ns = ns * (1 - 1 / kWindow) + interval_ns;
+      calls = calls * (1 - 1 / kWindow) + served;
+    }
+    bool measured() const noexcept { return calls != 0; }
+    double per_call() const noexcept { return calls != 0 ? ns / calls : 0; }
+  };
   clock::time_point last_end_{};  // the last batch's end (any way)
-  double gathered_ns_ = 0;        // ns per call, batches whose leader gathered
-  double alone_ns_ = 0;           // ns per call, the others (alone ones included)
-  unsigned choices_ = 0;          // gather_next calls, for the probes
+  way gathered_;                  // batches whose leader gathered
+  way alone_;                     // the others (alone ones included)
+  unsigned since_probe_ = 0;      // choices since the last probe
 };
 
 /// Where a gate call stands; written under the gate's mutex.
