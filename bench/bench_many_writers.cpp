@@ -2,7 +2,10 @@
 // from one shared registry, and a producer that outruns reclamation.
 //
 //   rcubatch_bench_many_writers [--mw_objects=10000] [--mw_objects_gp1ms=1000]
-//       [--mw_producer_seconds=5] [--mw_budget_bytes=N] [--mw_no_pin] [--mw_no_ping_pong] [any --benchmark_* flag]
+//       [--mw_producer_seconds=5] [--mw_budget_bytes=N] [--mw_no_pin] [--mw_no_ping_pong]
+//       [--mw_gather_released] [any --benchmark_* flag]
+//   --mw_gather_released: sync_combined with combining_options::gather_released on (the leader
+//   sleeps for the callers the last shared batch released while its gather_meter finds it pays).
 //
 // The sweep, BM_ManyWriters/<flavor>/<mode>[/gp:1ms]/threads:<W> (W = 1, 2, 4, 8, Google
 // Benchmark's own ->Threads(W)): one rcubatch::registry (an lfht_index by key) is filled with

@@ -25,10 +25,11 @@
 //   get a new leader at once, so they wait for the lock and not for this batch. The leader gives
 //   up the role as soon as it has taken its calls: the next leader waits for the lock while this
 //   batch's drain and destroys run (the lock is released for them), so batches pipeline as
-//   writers do on the plain lock. No timer: a batch takes what arrived while the lock was busy,
-//   like liburcu's synchronize_rcu serving its queued waiters — and, with gather_released, the
-//   leader yields its CPU once first if callers the last shared batch released have not called
-//   again yet (on a shared CPU they run only when it lets them; one yield, never a wait).
+//   writers do on the plain lock. A batch takes what arrived while the lock was busy, like
+//   liburcu's synchronize_rcu serving its queued waiters — and, with gather_released, the leader
+//   first sleeps until the callers the last shared batch released have called again (on a shared
+//   CPU they run only when it stops running), at most as long as that batch took, and only while
+//   its gather_meter measures that gathering costs less per call than not gathering.
 // - Follower. A queued caller that is not the leader blocks (a condition variable on its own
 //   stack, offline under qsbr) until a leader has run its call (done), or makes it the next
 //   leader, or hands its call back to run alone (a shared batch that threw: below).
@@ -74,16 +75,19 @@ struct combining_options {
   /// leader, so that one batch's hooks on the leader's thread stay short on a loaded machine.
   std::size_t max_batch = 64;
   /// Wait for callers the last shared batch released: while some of them have not called again,
-  /// a caller does not go alone, and a leader holding the writer lock yields its CPU once before
-  /// it takes the queue — a closed-loop caller calls again at once, and on a shared CPU a woken
-  /// thread runs only when its waker lets it. One yield per batch, never a wait: a caller that
-  /// never comes back costs one yield. Off (the default): a batch takes only what queued while the
-  /// lock was busy. Measured (bench/run_many_writers.sh --issue35, 2026-12-05, load 9–11, writers
-  /// pinned to one of 2 CPUs): on, sync_combined ÷ serialized went 1.19–1.64× at W = 2–8 with one
-  /// busy reader, but 0.19–0.20× at W = 4, 8 with a second busy reader on the writers' CPU (the
-  /// yield hands it a whole time slice per batch); off, a batch took 1.00–1.01 objects there: a
-  /// caller goes alone unless another is already waiting. Turn it on only where writers have CPUs
-  /// of their own.
+  /// a caller does not go alone, and a leader holding the writer lock sleeps until they are back
+  /// (at most as long as that batch took; the ones still away are then forgotten) before it takes
+  /// the queue — a closed-loop caller calls again at once, and on a shared CPU a woken thread runs
+  /// only when its waker stops running. Only while the gate's gather_meter measures gathered
+  /// batches cheaper per call than the others; it probes the other way now and then. Off (the
+  /// default): a batch takes only what queued while the lock was busy.
+  /// Measured (bench/run_many_writers.sh --issue35 -- --mw_gather_released, 2026-12-05, load
+  /// 4.8–7.5, writers pinned to one of 2 CPUs; bench/RESULTS.md "Gathering by sleeping,
+  /// measured"): on, batches held 5.4–6.9 objects at W = 8 (1.00–1.01 off) and sync_combined ÷
+  /// serialized read 1.13–1.24× there with one busy reader in 3 of 3 runs; but each gathered GP
+  /// lasted 2–6× longer, and with a second busy reader on the writers' CPU W = 4 read 0.36–0.68×;
+  /// W = 2 never gathered. The version before (one yield per batch) read 0.19–0.20× at W = 4, 8
+  /// with the second reader. Turn it on only where writers have CPUs of their own.
   bool gather_released = false;
 };
 
