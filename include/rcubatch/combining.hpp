@@ -28,8 +28,9 @@
 //   writers do on the plain lock. A batch takes what arrived while the lock was busy, like
 //   liburcu's synchronize_rcu serving its queued waiters — and, with gather_released, the leader
 //   first sleeps until the callers the last shared batch released have called again (on a shared
-//   CPU they run only when it stops running), at most as long as that batch took, and only while
-//   its gather_meter measures that gathering costs less per call than not gathering.
+//   CPU they run only when it stops running), at most as long as that batch held the writer
+//   lock (never over kMaxGatherWait), and only while its gather_meter measures that gathering
+//   costs less per call than not gathering.
 // - Follower. A queued caller that is not the leader blocks (a condition variable on its own
 //   stack, offline under qsbr) until a leader has run its call (done), or makes it the next
 //   leader, or hands its call back to run alone (a shared batch that threw: below).
@@ -76,7 +77,8 @@ struct combining_options {
   std::size_t max_batch = 64;
   /// Wait for callers the last shared batch released: while some of them have not called again,
   /// a caller does not go alone, and a leader holding the writer lock sleeps until they are back
-  /// (at most as long as that batch took; the ones still away are then forgotten) before it takes
+  /// (at most as long as that batch held the writer lock, never over combining_gate::
+  /// kMaxGatherWait; the ones still away are then forgotten) before it takes
   /// the queue — a closed-loop caller calls again at once, and on a shared CPU a woken thread runs
   /// only when its waker stops running. Only while the gate's gather_meter measures gathered
   /// batches cheaper per call than the others; it probes the other way now and then. Off (the
@@ -227,6 +229,9 @@ template <class Call, class Flavors>
 class combining_gate {
  public:
   using turn = combining_turn;  ///< where a call stands
+  /// The longest a gathering leader sleeps holding the writer lock (gather_released()): callers
+  /// released runnable reach the gate within microseconds; one that takes longer is not coming soon.
+  static constexpr std::chrono::microseconds kMaxGatherWait{1000};
   using call = combining_call;  ///< the gate's part of a call
 
   /// The calls of one batch, in arrival order (the leader's first).
@@ -258,13 +263,15 @@ class combining_gate {
 
   /// Requires: the caller leads and holds the writer lock (gather_released). Effects: if the
   /// meter (gather_meter) prefers gathering, sleeps (offline under qsbr) until every caller the
-  /// last shared batch released has called again, or for as long as that batch took, whichever
+  /// last shared batch released has called again, or for as long as that batch held the writer
+  /// lock (its drain and destroys excluded: a held object must not stretch it), at most
+  /// kMaxGatherWait, whichever
   /// comes first, and returns true; the callers still away then are forgotten (not calling in a
   /// loop: the next callers go alone). Sleeping, not yielding: a yield hands a busy thread on the
   /// CPU a whole time slice (measured: 0.2×, RESULTS.md), a sleep lets the woken callers run.
   /// If the meter prefers not to, returns false at once: on its probe the callers away stay
   /// counted (the next leader may gather them), otherwise they are forgotten too.
-  /// Blocking: at most the last shared batch's elapsed time.
+  /// Blocking: at most kMaxGatherWait, holding the writer lock.
   bool gather_released() {
     if (!meter_.gather_next()) {
       if (!meter_.prefers_gathering()) forget_released();  // not a probe: the callers away go alone
@@ -272,7 +279,7 @@ class combining_gate {
     }
     std::unique_lock lock(m_);
     if (away_.load(std::memory_order_relaxed) == 0) return false;
-    const auto until = std::chrono::steady_clock::now() + last_shared_batch_;
+    const auto until = std::chrono::steady_clock::now() + std::min<std::chrono::nanoseconds>(last_shared_batch_, kMaxGatherWait);
     {
       detail::offline_while_blocked<Flavors> asleep;  // holding the writer lock: no reader waits on it
       gathered_.wait_until(lock, until, [&] { return away_.load(std::memory_order_relaxed) == 0; });
@@ -356,7 +363,7 @@ class combining_gate {
     // Released callers, the leader included: in a closed loop each calls again soon.
     if (options_.gather_released && ran != nullptr && b.size() > 1) {
       away_.store(b.size(), std::memory_order_relaxed);
-      last_shared_batch_ = ran->elapsed;  // the longest a leader waits for them (gather_released())
+      last_shared_batch_ = ran->lock_hold;  // the longest a leader waits for them (gather_released())
     }
     while (!b.empty()) {
       Call& c = b.front();
@@ -429,7 +436,7 @@ class combining_gate {
   std::atomic<bool> leader_waiting_{false};       // written under m_: a caller leads or will (queue_ non-empty)
   std::atomic<std::size_t> away_{0};              // written under m_: callers the last shared batch released, not back yet
   std::condition_variable gathered_;              // with m_: away_ reached 0 (a gathering leader sleeps on it)
-  std::chrono::nanoseconds last_shared_batch_{};  // under m_: the last shared batch's elapsed time
+  std::chrono::nanoseconds last_shared_batch_{};  // under m_: how long the last shared batch held the writer lock
   gather_meter meter_;                            // under the registry's writer lock
   std::atomic<unsigned> enabled_{0};              // the option (1) + an attached listener (1)
   combining_listener* listener_ = nullptr;        // under m_
