@@ -83,13 +83,14 @@ struct combining_options {
   /// only when its waker stops running. Only while the gate's gather_meter measures gathered
   /// batches cheaper per call than the others; it probes the other way now and then. Off (the
   /// default): a batch takes only what queued while the lock was busy.
-  /// Measured (bench/run_many_writers.sh --issue35 -- --mw_gather_released, 2026-12-05, load
-  /// 4.8–7.5, writers pinned to one of 2 CPUs; bench/RESULTS.md "Gathering by sleeping,
-  /// measured"): on, batches held 5.4–6.9 objects at W = 8 (1.00–1.01 off) and sync_combined ÷
-  /// serialized read 1.13–1.24× there with one busy reader in 3 of 3 runs; but each gathered GP
-  /// lasted 2–6× longer, and with a second busy reader on the writers' CPU W = 4 read 0.36–0.68×;
-  /// W = 2 never gathered. The version before (one yield per batch) read 0.19–0.20× at W = 4, 8
-  /// with the second reader. Turn it on only where writers have CPUs of their own.
+  /// Measured (bench/run_many_writers.sh --issue35 -- --mw_gather_released, 2026-12-05, six
+  /// runs at load 3.0–7.5, writers pinned to one of 2 CPUs; bench/RESULTS.md "Gathering by
+  /// sleeping, measured"): on, batches held 4.0–6.9 objects at W = 8 (1.00–1.01 off) and
+  /// sync_combined ÷ serialized read 1.13–1.31× there with one busy reader in 6 of 6 runs; but
+  /// each gathered GP lasted 2–6× longer, and with a second busy reader on the writers' CPU W = 8
+  /// read 0.69–0.99× and W = 4 0.36–1.15×; W = 2 never gathered. The version before (one yield
+  /// per batch) read 0.19–0.20× at W = 4, 8 with the second reader. Turn it on only where writers
+  /// have CPUs of their own.
   bool gather_released = false;
 };
 
