@@ -2,7 +2,10 @@
 // from one shared registry, and a producer that outruns reclamation.
 //
 //   rcubatch_bench_many_writers [--mw_objects=10000] [--mw_objects_gp1ms=1000]
-//       [--mw_producer_seconds=5] [--mw_budget_bytes=N] [--mw_no_pin] [--mw_no_ping_pong] [any --benchmark_* flag]
+//       [--mw_producer_seconds=5] [--mw_budget_bytes=N] [--mw_no_pin] [--mw_no_ping_pong]
+//       [--mw_gather_released] [any --benchmark_* flag]
+//   --mw_gather_released: sync_combined with combining_options::gather_released on (the leader
+//   sleeps for the callers the last shared batch released while its gather_meter finds it pays).
 //
 // The sweep, BM_ManyWriters/<flavor>/<mode>[/gp:1ms]/threads:<W> (W = 1, 2, 4, 8, Google
 // Benchmark's own ->Threads(W)): one rcubatch::registry (an lfht_index by key) is filled with
@@ -116,6 +119,8 @@ struct options {
   // --mw_no_ping_pong: callgrind (bench/callgrind_per_submit.sh) reads the ping-pong's spinning
   // partner thread as an ever-deeper recursion and grows its own memory until valgrind gives up.
   bool ping_pong = true;
+  // --mw_gather_released: sync_combined with combining_options::gather_released on.
+  bool gather_released = false;
 };
 options g_opt;
 
@@ -387,6 +392,7 @@ std::unique_ptr<sync_registry<Flavor>> make_sync_registry(mode m, rcubatch::grac
   rcubatch::registry_options o;
   o.unlock_during_waits = m == mode::unlock_during_waits;
   o.combining.enabled = m == mode::sync_combined;  // the library's default max_batch
+  o.combining.gather_released = g_opt.gather_released;
   return std::make_unique<sync_registry<Flavor>>(o, domain);
 }
 
@@ -741,6 +747,7 @@ int main(int argc, char** argv) {
       }
     } else if (std::strcmp(a, "--mw_no_pin") == 0) g_opt.pin = false;
     else if (std::strcmp(a, "--mw_no_ping_pong") == 0) g_opt.ping_pong = false;
+    else if (std::strcmp(a, "--mw_gather_released") == 0) g_opt.gather_released = true;
     else args.push_back(argv[i]);
   }
 

@@ -16,7 +16,7 @@
 # Options: --smoke; --issue35; --repetitions N (with --issue35, default 7); --ratios JSON;
 # --no-build; --no-plot; --build-dir DIR (default build/bench, the `bench`
 # preset's); -- ARGS passed on to the binary (--mw_objects=N, --mw_objects_gp1ms=N,
-# --mw_producer_seconds=S, --mw_budget_bytes=B, --mw_no_pin, --benchmark_*).
+# --mw_producer_seconds=S, --mw_budget_bytes=B, --mw_no_pin, --mw_gather_released, --benchmark_*).
 # Outputs, STAMP = UTC date and time: bench/results/many_writers-STAMP.{json,txt,md}.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/common.sh"

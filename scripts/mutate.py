@@ -102,6 +102,11 @@ def cb(regex):
     return ("combining_test", r"^combining\.combining\.(" + regex + ")$")
 
 
+def cm(regex):
+    """A test of tests/combining_meter_test.cpp (the gate's gather_meter, issue 35) by its name."""
+    return ("combining_meter_test", r"^combining_meter\.gather_meter\.(" + regex + ")$")
+
+
 TRACKED_PUT_CHECK = (  # issue 34 item 4: the plain put's decision, on a count read under the lock
     "  void put() noexcept {\n"
     "#ifdef RCUBATCH_REF_TRACKER_TEST_PROBE\n"
@@ -500,7 +505,19 @@ MUTANTS += [  # issue 37: registry semantics, round 2 (each killed by hand on 20
     ("combining_goes_alone_while_released_callers_are_away", CB,
      "    return !leader_waiting_.load(std::memory_order_relaxed) && away_.load(std::memory_order_relaxed) == 0;",
      "    return !leader_waiting_.load(std::memory_order_relaxed);",
-     cb("with_gather_released_after_a_shared_batch_a_lone_caller_leads_until_the_callers_it_released_are_back")),
+     cb("with_gather_released_after_a_shared_batch_a_lone_caller_leads_once_then_the_callers_it_released_are_forgotten")),
+    ("combining_gather_keeps_callers_that_never_came_back", CB,
+     "    away_.store(0, std::memory_order_relaxed);  // came back, or never will", "    // (mutant: not forgotten)",
+     cb("with_gather_released_after_a_shared_batch_a_lone_caller_leads_once_then_the_callers_it_released_are_forgotten")),
+    ("gather_meter_prefers_the_dearer_way", CB,
+     "gathered_.per_call() <= alone_.per_call();", "gathered_.per_call() >= alone_.per_call();",
+     cm(".*")),
+    ("gather_meter_never_probes", CB,
+     "    return !prefer;\n", "    return prefer;\n",
+     cm("the_way_not_preferred_is_probed_once_every_sixteen_choices_times_how_much_dearer_it_is")),
+    ("gather_meter_probes_a_dearer_way_as_often", CB,
+     "    return kProbeEvery * static_cast<unsigned>(ratio);", "    return kProbeEvery;",
+     cm("the_way_not_preferred_is_probed_once_every_sixteen_choices_times_how_much_dearer_it_is")),
     ("combining_thrown_batch_not_handed_back", RG,
      "? combining_turn::alone", "? combining_turn::done",
      cb("a_shared_batch_whose_validate_throws_hands_each_call_back_to_run_alone")),

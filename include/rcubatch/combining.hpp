@@ -31,10 +31,12 @@
 //   get a new leader at once, so they wait for the lock and not for this batch. The leader gives
 //   up the role as soon as it has taken its calls: the next leader waits for the lock while this
 //   batch's drain and destroys run (the lock is released for them), so batches pipeline as
-//   writers do on the plain lock. No timer: a batch takes what arrived while the lock was busy,
-//   like liburcu's synchronize_rcu serving its queued waiters — and, with gather_released, the
-//   leader yields its CPU once first if callers the last shared batch released have not called
-//   again yet (on a shared CPU they run only when it lets them; one yield, never a wait).
+//   writers do on the plain lock. A batch takes what arrived while the lock was busy, like
+//   liburcu's synchronize_rcu serving its queued waiters — and, with gather_released, the leader
+//   first sleeps until the callers the last shared batch released have called again (on a shared
+//   CPU they run only when it stops running), at most as long as that batch held the writer
+//   lock (never over kMaxGatherWait), and only while its gather_meter measures that gathering
+//   costs less per call than not gathering.
 // - Follower. A queued caller that is not the leader blocks (a condition variable on its own
 //   stack, offline under qsbr) until a leader has run its call (done), or makes it the next
 //   leader, or hands its call back to run alone (a shared batch that threw: below).
@@ -54,6 +56,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstddef>
 #include <mutex>
@@ -79,16 +82,21 @@ struct combining_options {
   /// leader, so that one batch's hooks on the leader's thread stay short on a loaded machine.
   std::size_t max_batch = 64;
   /// Wait for callers the last shared batch released: while some of them have not called again,
-  /// a caller does not go alone, and a leader holding the writer lock yields its CPU once before
-  /// it takes the queue — a closed-loop caller calls again at once, and on a shared CPU a woken
-  /// thread runs only when its waker lets it. One yield per batch, never a wait: a caller that
-  /// never comes back costs one yield. Off (the default): a batch takes only what queued while the
-  /// lock was busy. Measured (bench/run_many_writers.sh --issue35, 2026-12-05, load 9–11, writers
-  /// pinned to one of 2 CPUs): on, sync_combined ÷ serialized went 1.19–1.64× at W = 2–8 with one
-  /// busy reader, but 0.19–0.20× at W = 4, 8 with a second busy reader on the writers' CPU (the
-  /// yield hands it a whole time slice per batch); off, a batch took 1.00–1.01 objects there: a
-  /// caller goes alone unless another is already waiting. Turn it on only where writers have CPUs
-  /// of their own.
+  /// a caller does not go alone, and a leader holding the writer lock sleeps until they are back
+  /// (at most as long as that batch held the writer lock, never over combining_gate::
+  /// kMaxGatherWait; the ones still away are then forgotten) before it takes
+  /// the queue — a closed-loop caller calls again at once, and on a shared CPU a woken thread runs
+  /// only when its waker stops running. Only while the gate's gather_meter measures gathered
+  /// batches cheaper per call than the others; it probes the other way now and then. Off (the
+  /// default): a batch takes only what queued while the lock was busy.
+  /// Measured (bench/run_many_writers.sh --issue35 -- --mw_gather_released, 2026-12-05, six
+  /// runs at load 3.0–7.5, writers pinned to one of 2 CPUs; bench/RESULTS.md "Gathering by
+  /// sleeping, measured"): on, batches held 4.0–6.9 objects at W = 8 (1.00–1.01 off) and
+  /// sync_combined ÷ serialized read 1.13–1.31× there with one busy reader in 6 of 6 runs; but
+  /// each gathered GP lasted 2–6× longer, and with a second busy reader on the writers' CPU W = 8
+  /// read 0.69–0.99× and W = 4 0.36–1.15×; W = 2 never gathered. The version before (one yield
+  /// per batch) read 0.19–0.20× at W = 4, 8 with the second reader. Turn it on only where writers
+  /// have CPUs of their own.
   bool gather_released = false;
 };
 
@@ -114,6 +122,76 @@ class combining_listener {
   ~combining_listener() = default;  ///< not virtual: never destroyed through this base
   combining_listener(const combining_listener&) = default;             ///< copyable, like any interface
   combining_listener& operator=(const combining_listener&) = default;  ///< copyable, like any interface
+};
+
+/// Which way of running a registry's batches costs its callers less, measured as they run
+/// (combining_options::gather_released): gathering (a leader sleeps until the callers the last
+/// shared batch released are back, so its batch takes them) or not (a leader takes what is
+/// queued; a lone caller goes alone). A batch's cost is the time from the previous batch's end
+/// to its own end, over the calls it served: with callers saturating the writer lock, the time
+/// per call the registry delivers, every wait and wake-up included. Each way's estimate is a
+/// ratio of sums (time over calls) of its last ~kWindow batches, not an average of ratios: on
+/// a loaded machine one batch in many is preempted for milliseconds, and an average of recent
+/// samples swings with each such batch (measured: it preferred the dearer way most of a run).
+/// The cheaper way is chosen; one choice in kProbeEvery × (dearer ÷ cheaper, rounded up, at
+/// most kMaxProbeScale) takes the other way once, so that its estimate follows the load while
+/// the probes cost about 1/kProbeEvery of the time. Why not a rule: with a busy reader on the
+/// writers' CPU a gathering leader's sleep hands that reader the CPU and every grace period
+/// then waits for it (2026-12-05: 5.5 calls per batch yet 0.61× not gathering); with the reader
+/// on a CPU of its own gathering paid 1.5× — which of the two a machine is, the clock tells.
+/// Thread safety: none of its own; the gate calls it under the registry's writer lock.
+class gather_meter {
+ public:
+  using clock = std::chrono::steady_clock;       ///< the batches' clock
+  static constexpr unsigned kProbeEvery = 16;     ///< the probes' spacing, in choices, when both ways cost the same
+  static constexpr unsigned kMaxProbeScale = 64;  ///< the most a dearer way's probes are spaced out by
+  static constexpr double kWindow = 32;           ///< batches per way the estimates reach back over (decay 1/kWindow)
+
+  /// Whether the next leader that may gather should. Effects: counts the choice (probes).
+  bool gather_next() noexcept {
+    const bool prefer = prefers_gathering();
+    if (++since_probe_ < probe_spacing()) return prefer;
+    since_probe_ = 0;
+    return !prefer;
+  }
+  /// Whether gathering is the cheaper way (or not yet measured both ways).
+  bool prefers_gathering() const noexcept {
+    return !gathered_.measured() || !alone_.measured() || gathered_.per_call() <= alone_.per_call();
+  }
+  /// Choices between two probes: kProbeEvery × the dearer way's cost over the cheaper's.
+  unsigned probe_spacing() const noexcept {
+    if (!gathered_.measured() || !alone_.measured()) return kProbeEvery;
+    const double g = gathered_.per_call(), a = alone_.per_call();
+    const double ratio = std::min(std::ceil(std::max(g, a) / std::max(std::min(g, a), 1.0)), double{kMaxProbeScale});
+    return kProbeEvery * static_cast<unsigned>(ratio);
+  }
+  /// Effects: a batch that served `calls` calls (≥ 1) ended at `now`, its leader gathering or
+  /// not; the first batch only starts the clock.
+  void ended(std::size_t calls, bool gathered, clock::time_point now) noexcept {
+    if (last_end_ != clock::time_point{} && calls != 0)
+      (gathered ? gathered_ : alone_)
+          .add(static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(now - last_end_).count()),
+               static_cast<double>(calls));
+    last_end_ = now;
+  }
+  /// The estimates, ns per call (0: none yet). For tests and observability.
+  double gathered_ns_per_call() const noexcept { return gathered_.per_call(); }
+  double alone_ns_per_call() const noexcept { return alone_.per_call(); }  ///< not gathering
+
+ private:
+  struct way {  // decayed sums of one way's batches
+    double ns = 0, calls = 0;
+    void add(double interval_ns, double served) noexcept {
+      ns = ns * (1 - 1 / kWindow) + interval_ns;
+      calls = calls * (1 - 1 / kWindow) + served;
+    }
+    bool measured() const noexcept { return calls != 0; }
+    double per_call() const noexcept { return calls != 0 ? ns / calls : 0; }
+  };
+  clock::time_point last_end_{};  // the last batch's end (any way)
+  way gathered_;                  // batches whose leader gathered
+  way alone_;                     // the others (alone ones included)
+  unsigned since_probe_ = 0;      // choices since the last probe
 };
 
 /// Where a gate call stands; written under the gate's mutex.
@@ -158,6 +236,9 @@ template <class Call, class Flavors>
 class combining_gate {
  public:
   using turn = combining_turn;  ///< where a call stands
+  /// The longest a gathering leader sleeps holding the writer lock (gather_released()): callers
+  /// released runnable reach the gate within microseconds; one that takes longer is not coming soon.
+  static constexpr std::chrono::microseconds kMaxGatherWait{1000};
   using call = combining_call;  ///< the gate's part of a call
 
   /// The calls of one batch, in arrival order (the leader's first).
@@ -187,6 +268,42 @@ class combining_gate {
   /// released call again before it takes the queue (gather_released; see there). A hint.
   bool released_still_away() const noexcept { return away_.load(std::memory_order_relaxed) != 0; }
 
+  /// Requires: the caller leads and holds the writer lock (gather_released). Effects: if the
+  /// meter (gather_meter) prefers gathering, sleeps (offline under qsbr) until every caller the
+  /// last shared batch released has called again, or for as long as that batch held the writer
+  /// lock (its drain and destroys excluded: a held object must not stretch it), at most
+  /// kMaxGatherWait, whichever
+  /// comes first, and returns true; the callers still away then are forgotten (not calling in a
+  /// loop: the next callers go alone). Sleeping, not yielding: a yield hands a busy thread on the
+  /// CPU a whole time slice (measured: 0.2×, RESULTS.md), a sleep lets the woken callers run.
+  /// If the meter prefers not to, returns false at once: on its probe the callers away stay
+  /// counted (the next leader may gather them), otherwise they are forgotten too.
+  /// Blocking: at most kMaxGatherWait, holding the writer lock.
+  bool gather_released() {
+    if (!meter_.gather_next()) {
+      if (!meter_.prefers_gathering()) forget_released();  // not a probe: the callers away go alone
+      return false;
+    }
+    std::unique_lock lock(m_);
+    if (away_.load(std::memory_order_relaxed) == 0) return false;
+    const auto until = std::chrono::steady_clock::now() + std::min<std::chrono::nanoseconds>(last_shared_batch_, kMaxGatherWait);
+    {
+      detail::offline_while_blocked<Flavors> asleep;  // holding the writer lock: no reader waits on it
+      gathered_.wait_until(lock, until, [&] { return away_.load(std::memory_order_relaxed) == 0; });
+    }
+    away_.store(0, std::memory_order_relaxed);  // came back, or never will: either way none is awaited now
+    return true;
+  }
+
+  /// Requires: the writer lock. Effects: the batch a leader (gathered: it gathered) or a lone
+  /// caller ran, serving `calls` calls, ended now (gather_meter). Cost: one clock read.
+  void batch_ended(std::size_t calls, bool gathered) noexcept {
+    if (options_.gather_released) meter_.ended(calls, gathered, gather_meter::clock::now());
+  }
+
+  /// The meter (tests, observability). Requires: the writer lock, or no call in flight.
+  const gather_meter& meter() const noexcept { return meter_; }
+
   /// Calls queued or led and not yet taken by a batch (the leader's included). For tests and
   /// observability: a snapshot.
   std::size_t waiting() const {
@@ -205,7 +322,10 @@ class combining_gate {
     if (detail::on_call_rcu_worker_of<Flavors>::now()) return me.turn_ = turn::alone;
     std::unique_lock lock(m_);
     queue_.push_back(c);
-    if (const std::size_t a = away_.load(std::memory_order_relaxed); a != 0) away_.store(a - 1, std::memory_order_relaxed);
+    if (const std::size_t a = away_.load(std::memory_order_relaxed); a != 0) {
+      away_.store(a - 1, std::memory_order_relaxed);
+      if (a == 1) gathered_.notify_one();  // the last one back: a gathering leader takes the queue
+    }
     if (!leader_waiting_.load(std::memory_order_relaxed)) {
       leader_waiting_.store(true, std::memory_order_relaxed);
       me.turn_ = turn::lead;
@@ -251,7 +371,10 @@ class combining_gate {
     std::scoped_lock lock(m_);
     if (ran != nullptr && listener_ != nullptr) report(b, *ran, requests, false);
     // Released callers, the leader included: in a closed loop each calls again soon.
-    if (options_.gather_released && ran != nullptr && b.size() > 1) away_.store(b.size(), std::memory_order_relaxed);
+    if (options_.gather_released && ran != nullptr && b.size() > 1) {
+      away_.store(b.size(), std::memory_order_relaxed);
+      last_shared_batch_ = ran->lock_hold;  // the longest a leader waits for them (gather_released())
+    }
     while (!b.empty()) {
       Call& c = b.front();
       b.pop_front();
@@ -298,6 +421,11 @@ class combining_gate {
     return o;
   }
 
+  void forget_released() {
+    std::scoped_lock lock(m_);
+    away_.store(0, std::memory_order_relaxed);
+  }
+
   /// Requires: m_, a listener. One combined_batch_report for the calls of b.
   void report(const batch_list& b, const batch_stats& st, std::size_t requests, bool alone) noexcept {
     combined_batch_report r;
@@ -317,6 +445,9 @@ class combining_gate {
   boost::intrusive::list<Call> queue_;            // under m_: calls not taken yet, in arrival order
   std::atomic<bool> leader_waiting_{false};       // written under m_: a caller leads or will (queue_ non-empty)
   std::atomic<std::size_t> away_{0};              // written under m_: callers the last shared batch released, not back yet
+  std::condition_variable gathered_;              // with m_: away_ reached 0 (a gathering leader sleeps on it)
+  std::chrono::nanoseconds last_shared_batch_{};  // under m_: how long the last shared batch held the writer lock
+  gather_meter meter_;                            // under the registry's writer lock
   std::atomic<unsigned> enabled_{0};              // the option (1) + an attached listener (1)
   combining_listener* listener_ = nullptr;        // under m_
 };

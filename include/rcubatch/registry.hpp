@@ -1039,6 +1039,7 @@ class basic_registry {
       throw;
     }
     one.clear();
+    gate_.batch_ended(1, false);
     lock.unlock();
     if (requests != 0) gate_.ran_alone(c, st, requests);
   }
@@ -1054,11 +1055,13 @@ class basic_registry {
     {
       std::unique_lock lock(mutex_);
       // combining.gather_released: the callers the last shared batch released are runnable and
-      // about to call again; one yield lets them queue for this batch (never a wait).
-      if (gate_.released_still_away()) std::this_thread::yield();
+      // about to call again; sleeping until they are back (at most that batch's time) lets
+      // them queue for this batch — while the gate's meter finds that it pays.
+      const bool gathered = gate_.released_still_away() && gate_.gather_released();
       gate_.take(b);
       try {
         requests = run_calls(b, st);
+        gate_.batch_ended(b.size(), gathered);
       } catch (...) {
         lock.unlock();
         const bool only_mine = b.size() == 1 && &b.front() == &mine;
