@@ -459,8 +459,10 @@ class typed_lane : public lane_base {
     // One copy of the walk for each value of writers_may_race (the parent edge's load or exchange),
     // and of `plain`: no order hint and no chunks, the common case, whose walk tests neither per
     // object (the two tests were ~9 of the drain's instructions per object; issue 36).
+    // The per-object step is forced inline into Boost's loop (it was a call per object) and reads
+    // `dismantling` from its own copy, not through the enclosing frame.
     auto scan = [&](auto may_race, auto plain) {
-      walk.clear_and_dispose([&](registrable_base* obj) noexcept {
+      walk.clear_and_dispose([&, dismantling](registrable_base* obj) noexcept __attribute__((always_inline)) {
         if constexpr (!plain) {
           if (ahead < hinted) prefetch_for_destroy(hint[ahead++]);
           if (left_in_chunk-- == 0) [[unlikely]] {
