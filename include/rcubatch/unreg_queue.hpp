@@ -19,6 +19,8 @@
 //   - an object sitting in another queue (queued_in_other_queue). Under misuse_policy::report it
 //     is moved here after the report, as the kernel's list_move would.
 // Destroying a queue unlinks what it still holds; the objects stay registered.
+// push_range queues a whole range (objects or pointers) at once, all or nothing: one misused
+// object refuses the range, and an object already queued is misuse there (contract at push_range).
 #pragma once
 
 #include <cstddef>
