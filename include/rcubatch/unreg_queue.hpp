@@ -165,7 +165,8 @@ class unreg_queue : private detail::queue_base {
   /// whole range, diagnosed as push diagnoses it, and the queue and every object are left as
   /// they were. Unlike push, an object already in a queue is a misuse here (push moves it; a bulk
   /// caller naming one object twice has a bug).
-  /// Requires: as push, for each object; It a forward iterator.
+  /// Requires: as push, for each object; It a forward iterator; proj, and It's increment,
+  /// dereference and comparison, do not throw (the objects are linked as the range is walked).
   /// Returns: false if the range was refused under misuse_policy::report (nothing queued).
   /// Throws: misuse_error under misuse_policy::throw_error, std::invalid_argument for a null
   /// pointer (naming its position); nothing queued in either case.
