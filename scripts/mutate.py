@@ -680,4 +680,11 @@ MUTANTS += [  # issue 36 (r36-push): unreg_queue::push_range (each killed by han
     ("push_range_of_nothing_reports_a_refusal", UQ,
      "    if (first == last) return true;\n", "    if (first == last) return false;\n",
      uq("push_range_of_an_empty_range_changes_nothing")),
+    ("drain_always_takes_the_walk_without_chunks", "include/rcubatch/rollback_many.hpp",
+     "    const bool plain = hinted == 0 && chunks.every == 0;\n", "    const bool plain = true;\n",
+     ("rollback_many_passes_test",
+      r"^rollback_many_passes\.drain_walk\.a_drain_in_chunks_pauses_between_every_two_objects_and_never_after_the_last$")),
+    ("unlist_always_takes_the_walk_without_chunks", "include/rcubatch/rollback_many.hpp",
+     "      if (chunk != 0) {\n        walk(std::true_type{});\n", "      if (false) {\n        walk(std::true_type{});\n",
+     ("deferred_destroy_test", r"^deferred_destroy\.deferred_flush\.a_writer_gets_in_between_two_chunks_and_meets_the_batch_as_going_away<")),
 ]
