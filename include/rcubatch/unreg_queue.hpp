@@ -171,15 +171,14 @@ class unreg_queue : private detail::queue_base {
   /// Throws: misuse_error under misuse_policy::throw_error, std::invalid_argument for a null
   /// pointer (naming its position); nothing queued in either case.
   /// Complexity: one pass, O(distance(first, last)), no allocation; an empty range is a no-op.
-  /// Why not push in a loop: push_back reloads and rewrites the list's header (last node, size)
-  /// for every object — the compiler cannot prove the object's hook and owner stores (and the
-  /// acquire load of its state) leave the header alone (issue 36). Here the linking is Boost's
-  /// slist::insert_after(pos, first, last), which keeps the last node and the count in locals
-  /// and writes the header once; each object is checked by the iterator's end test as Boost
-  /// reaches it, so a refused object stops the insert there, and the prefix already linked is
-  /// erased again (Boost has no documented way to link a chain of nodes built by hand:
-  /// incorporate_after is marked experimental; and checking in a pass of its own first cost a
-  /// second walk over the objects, measured slower).
+  /// Why not push in a loop: push_back writes the list's header (last node, count) for every
+  /// object. Here the linking is Boost's slist::insert_after(pos, first, last), which keeps the
+  /// last node and the count in locals and writes the header once (the demo's push walk 1.5 →
+  /// 1.2 ns per object, the same 19 instructions: bench/RESULTS.md, issue 36); each object is
+  /// checked by the iterator's end test as Boost reaches it, so a refused object stops the insert
+  /// there, and the prefix already linked is erased again. Boost has no documented way to link a
+  /// chain of nodes built by hand (incorporate_after is marked experimental), and checking in a
+  /// pass of its own first cost a second walk over the objects (22 instructions per object).
   template <std::forward_iterator It, std::sentinel_for<It> S, class Proj = std::identity>
   bool push_range(It first, S last, Proj proj = {}) {
     if (first == last) return true;
@@ -216,7 +215,8 @@ class unreg_queue : private detail::queue_base {
     if constexpr (std::is_pointer_v<std::remove_cvref_t<E>>) {
       using U = std::remove_pointer_t<std::remove_cvref_t<E>>;
       detail::check_queueable_type<T, U>();
-      return e == nullptr ? nullptr : static_cast<detail::registrable_base*>(static_cast<registrable<T>*>(static_cast<T*>(e)));
+      if (e == nullptr) return nullptr;
+      return static_cast<detail::registrable_base*>(static_cast<registrable<T>*>(static_cast<T*>(e)));
     } else {
       using U = std::remove_reference_t<E>;
       detail::check_queueable_type<T, U>();
@@ -225,10 +225,11 @@ class unreg_queue : private detail::queue_base {
   }
 
   /// push_range's view of the caller's range for Boost's insert_after: yields the objects'
-  /// registrable bases, marking each owned by this queue as Boost links it; its end test (Boost's
-  /// `f != l`, once per element, right before `*f`) checks the next object and ends the range at a refused one, so
-  /// that Boost leaves the list whole (header written) with the accepted prefix linked. The mark
-  /// is how an object named twice is caught. A default-constructed one is the end.
+  /// registrable bases, marking each owned by this queue as Boost links it; its end test
+  /// (Boost's `f != l`, once per element, right before `*f`) checks the next object and ends the
+  /// range at a refused one, so that Boost leaves the list whole (header written) with the
+  /// accepted prefix linked. The mark is how an object named twice is caught. A
+  /// default-constructed one is the end.
   template <class It, class S, class Proj>
   struct checking_iterator {
     using iterator_category = std::forward_iterator_tag;
@@ -277,7 +278,7 @@ class unreg_queue : private detail::queue_base {
     }
     if (seen_owner != nullptr) {
       where += seen_owner == this ? ": object is already in this queue (queued before, or twice in the range)"
-                                         : ": object already sits in another unregistration queue";
+                                  : ": object already sits in another unregistration queue";
       where += "; push_range takes objects in no queue (push moves a queued one); nothing was queued";
       detail::diagnose(misuse_kind::queued_in_other_queue, where.view());
       return false;
