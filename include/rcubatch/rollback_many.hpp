@@ -463,7 +463,8 @@ class typed_lane : public lane_base {
     // and reads `dismantling` from its own copy, not through the enclosing frame. Issue 36, the
     // demo's batch (bench/teardown_passes.cpp, callgrind): 16 and 13 instructions per object less.
     auto scan = [&](auto may_race, auto plain) {
-      walk.clear_and_dispose([&, dismantling](registrable_base* obj) noexcept __attribute__((always_inline)) {
+      // (No noexcept on it: GCC and Clang accept the attribute in no common place before one.)
+      walk.clear_and_dispose([&, dismantling](registrable_base* obj) __attribute__((always_inline)) {
         if constexpr (!plain) {
           if (ahead < hinted) prefetch_for_destroy(hint[ahead++]);
           if (left_in_chunk-- == 0) [[unlikely]] {
