@@ -39,7 +39,7 @@ double secs(clk::time_point a, clk::time_point b) { return std::chrono::duration
 [[gnu::noinline]] void way_batch(registry& reg, rcubatch::grace_domain<flavor>& domain) {
   auto t0 = clk::now();
   rcubatch::unreg_queue<session> q;
-  for (auto& slot : reg.by_id) q.push(*slot.load(std::memory_order_relaxed));
+  q.push_range(reg.by_id, [](const auto& slot) { return slot.load(std::memory_order_relaxed); });
   auto t1 = clk::now();
   auto st = rcubatch::rollback_many(q, session_policy{&reg}, domain);
   auto t2 = clk::now();

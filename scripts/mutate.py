@@ -713,6 +713,37 @@ MUTANTS += [  # issue 35 (branch r35-seams): the gate's seams; tests no mutant k
 ]
 
 
+def uq(regex):
+    """A test of tests/unreg_queue_test.cpp by its name."""
+    return ("unreg_queue_test", r"^unreg_queue\.unreg_queue\.(" + regex + ")$")
+
+
+MUTANTS += [  # issue 36 (r36-push): unreg_queue::push_range (each killed by hand, 2026-12-05)
+    ("push_range_links_at_the_head", UQ,
+     "    const typename list_type::iterator before = list().empty() ? list().before_begin() : list().last();\n",
+     "    const typename list_type::iterator before = list().before_begin();\n",
+     uq("push_range_queues_a_range_in_order_after_what_is_already_queued")),
+    ("push_range_keeps_the_prefix_it_linked_before_a_refusal", UQ,
+     "      list().erase_after_and_dispose(before, list().end(),\n"
+     "                                     [](detail::registrable_base* obj) { access::set_owner(*obj, nullptr); });\n",
+     "",
+     uq("push_range_refuses_a_range_with_an_unregistered_object_in_the_middle_and_links_none")),
+    ("push_range_does_not_mark_what_it_links", UQ,
+     "      access::set_owner(*current, queue);\n", "      static_cast<void>(queue);\n",
+     uq("push_range_refuses_an_object_named_twice_or_already_queued_and_links_none")),
+    ("push_range_of_nothing_reports_a_refusal", UQ,
+     "    if (first == last) return true;\n", "    if (first == last) return false;\n",
+     uq("push_range_of_an_empty_range_changes_nothing")),
+    ("drain_always_takes_the_walk_without_chunks", "include/rcubatch/rollback_many.hpp",
+     "    const bool plain = hinted == 0 && chunks.every == 0;\n", "    const bool plain = true;\n",
+     ("rollback_many_passes_test",
+      r"^rollback_many_passes\.drain_walk\.a_drain_in_chunks_pauses_between_every_two_objects_and_never_after_the_last$")),
+    ("unlist_always_takes_the_walk_without_chunks", "include/rcubatch/rollback_many.hpp",
+     "      if (chunk != 0) {\n        walk(std::true_type{});\n", "      if (false) {\n        walk(std::true_type{});\n",
+     ("deferred_destroy_test", r"^deferred_destroy\.deferred_flush\.a_writer_gets_in_between_two_chunks_and_meets_the_batch_as_going_away<")),
+]
+
+
 # Last: every MUTANTS += above is in the list main() runs (a block appended after this line is not).
 if __name__ == "__main__":
     main()

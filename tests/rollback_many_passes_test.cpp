@@ -240,5 +240,29 @@ TEST_F(drain_walk, a_parent_before_its_dependent_in_one_lane_is_destroyed_after_
   EXPECT_TRUE(q.empty());
 }
 
+TEST_F(drain_walk, a_drain_in_chunks_pauses_between_every_two_objects_and_never_after_the_last) {
+  // The pause a deferred destroy runs between chunks (a quiescent state under qsbr), driven
+  // through the engine as the registry's flush_job drives it: the drain has a walk of its own
+  // for batches without chunks, and this one must not take it.
+  std::vector<std::string> log;
+  auto nodes = make_registered(7);
+  unreg_queue<node> q;
+  for (node* n : nodes) q.push(*n);
+  recording_policy policy{.log = &log};
+  using spec = detail::lane_ref<node, recording_policy>;
+  spec lane{q, policy};
+  detail::engine_for<fake, spec> engine(domain, rollback_options{}, detail::batch_context{}, lane);
+  ASSERT_TRUE(engine.run_through_grace_periods());
+  const auto pause = [](void* arg) noexcept { static_cast<std::vector<std::string>*>(arg)->push_back("pause"); };
+  const batch_stats s = engine.run_after_grace_periods(false, detail::destroy_pause{2, pause, &log});
+  std::vector<std::string> drain;
+  for (const std::string& line : log)
+    if (line == "pause" || line.rfind("destroy:", 0) == 0) drain.push_back(line);
+  EXPECT_EQ(drain, (std::vector<std::string>{"destroy:0", "destroy:1", "pause", "destroy:2", "destroy:3", "pause",
+                                             "destroy:4", "destroy:5", "pause", "destroy:6"}));
+  EXPECT_EQ(s.objects, 7u);
+  EXPECT_TRUE(q.empty());
+}
+
 }  // namespace
 }  // namespace rcubatch::test

@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <stdexcept>
 #include <vector>
 
 #include "support/misuse_capture.hpp"
@@ -93,6 +95,87 @@ TEST(unreg_queue, its_destructor_unqueues_what_it_still_holds) {
   EXPECT_FALSE(detail::registrable_access::is_linked(a));
   unreg_queue<node> again;
   EXPECT_TRUE(again.push(a)) << "free to join another queue";
+}
+
+// ---- push_range: the bulk push (issue 36): in order, all or nothing.
+
+/// Whether no object of `objs` sits in a queue (no owner, hook unlinked).
+bool none_queued(const std::vector<node*>& objs) {
+  for (const node* p : objs)
+    if (detail::registrable_access::owner(*p) != nullptr || detail::registrable_access::is_linked(*p)) return false;
+  return true;
+}
+
+TEST(unreg_queue, push_range_queues_a_range_in_order_after_what_is_already_queued) {
+  queue_only_nodes n(5);
+  unreg_queue<node> q;
+  q.push(n[4]);
+  std::vector<node*> ptrs{&n[2], &n[0], &n[1]};  // pointers, in an order that is not id order
+  EXPECT_TRUE(q.push_range(ptrs.begin(), ptrs.end()));
+  std::vector<std::reference_wrapper<node>> refs{n[3]};  // objects, through a projection
+  EXPECT_TRUE(q.push_range(refs, [](std::reference_wrapper<node> r) -> node& { return r.get(); }));
+  EXPECT_EQ(ids(q), (std::vector<int>{5, 3, 1, 2, 4}));
+  EXPECT_EQ(q.size(), 5u);
+  q.push(n[0]);  // the queue stays whole: a later push finds the tail and the count right
+  EXPECT_EQ(ids(q), (std::vector<int>{5, 3, 2, 4, 1}));
+}
+
+TEST(unreg_queue, push_range_refuses_a_range_with_an_unregistered_object_in_the_middle_and_links_none) {
+  queue_only_nodes n(4);
+  node stray(99);  // never registered
+  unreg_queue<node> q;
+  q.push(n[0]);
+  std::vector<node*> range{&n[1], &n[2], &stray, &n[3]};
+  EXPECT_THROW(q.push_range(range), misuse_error);
+  EXPECT_EQ(ids(q), (std::vector<int>{1}));
+  EXPECT_EQ(q.size(), 1u);
+  EXPECT_TRUE(none_queued({&n[1], &n[2], &stray, &n[3]}));
+  scoped_misuse_policy p(misuse_policy::report, quiet_reporter);
+  const unsigned long before = misuse_count(misuse_kind::not_registered);
+  EXPECT_FALSE(q.push_range(range));
+  EXPECT_EQ(misuse_count(misuse_kind::not_registered), before + 1);
+  EXPECT_EQ(ids(q), (std::vector<int>{1}));
+  EXPECT_TRUE(none_queued({&n[1], &n[2], &stray, &n[3]}));
+  q.push(n[1]);  // and the queue's tail and count are still right
+  EXPECT_EQ(ids(q), (std::vector<int>{1, 2}));
+  EXPECT_EQ(q.size(), 2u);
+}
+
+TEST(unreg_queue, push_range_refuses_an_object_named_twice_or_already_queued_and_links_none) {
+  queue_only_nodes n(3);
+  unreg_queue<node> q, other;
+  scoped_misuse_policy p(misuse_policy::report, quiet_reporter);
+  const unsigned long before = misuse_count(misuse_kind::queued_in_other_queue);
+  std::vector<node*> twice{&n[0], &n[1], &n[0]};
+  EXPECT_FALSE(q.push_range(twice));
+  EXPECT_TRUE(q.empty());
+  EXPECT_TRUE(none_queued({&n[0], &n[1]}));
+  other.push(n[2]);
+  std::vector<node*> elsewhere{&n[0], &n[2]};
+  EXPECT_FALSE(q.push_range(elsewhere));
+  EXPECT_TRUE(q.empty());
+  EXPECT_TRUE(none_queued({&n[0]}));
+  EXPECT_TRUE(other.contains(n[2])) << "left in its queue, unlike push under report";
+  EXPECT_EQ(misuse_count(misuse_kind::queued_in_other_queue), before + 2);
+}
+
+TEST(unreg_queue, push_range_of_a_null_pointer_throws_invalid_argument_and_links_none) {
+  queue_only_nodes n(2);
+  unreg_queue<node> q;
+  std::vector<node*> range{&n[0], nullptr, &n[1]};
+  EXPECT_THROW(q.push_range(range), std::invalid_argument);
+  EXPECT_TRUE(q.empty());
+  EXPECT_TRUE(none_queued({&n[0], &n[1]}));
+}
+
+TEST(unreg_queue, push_range_of_an_empty_range_changes_nothing) {
+  queue_only_nodes n(1);
+  unreg_queue<node> q;
+  q.push(n[0]);
+  std::vector<node*> empty;
+  EXPECT_TRUE(q.push_range(empty));
+  EXPECT_EQ(ids(q), (std::vector<int>{1}));
+  EXPECT_EQ(q.size(), 1u);
 }
 
 }  // namespace

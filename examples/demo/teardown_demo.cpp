@@ -242,7 +242,7 @@ result one_batch(registry& reg, rcubatch::grace_domain<Flavor>& domain, rcubatch
   const auto before = domain.stats().grace_periods;
   const auto t0 = std::chrono::steady_clock::now();
   rcubatch::unreg_queue<session> q;
-  for (auto& slot : reg.by_id) q.push(*slot.load(std::memory_order_relaxed));
+  q.push_range(reg.by_id, [](const auto& slot) { return slot.load(std::memory_order_relaxed); });
   stats = rcubatch::rollback_many(q, session_policy{&reg}, domain);
   const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
   const auto gp = stats.time_of(rcubatch::phase::grace_period_1) + stats.time_of(rcubatch::phase::grace_period_2);
