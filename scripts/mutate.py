@@ -657,3 +657,13 @@ MUTANTS += [  # the review gaps of issues 36-37 (branch r-gaps): splice_back und
      "           (st != reg_state::registered);",
      ir("replaces_and_add_under_between_two_chunks_of_an_unlist_meet_its_objects_as_going_away")),
 ]
+
+MUTANTS += [  # issue 35, submit's cost (branch r35-submit; each killed by hand, 2026-12-05)
+    ("next_generation_not_reserved_by_the_batch", AU,  # submits grow the vectors again: they allocate
+     "    make_room_like(next->requests, taking.requests);", "",
+     ("async_unregister_alloc_test",
+      r"^async_unregister_alloc\.async_unregister_alloc\.a_generation_as_large_as_the_last_is_submitted_without_allocating$")),
+    ("parked_tickets_read_as_none", AU,  # the empty-lot shortcut taken with objects parked
+     "return lot_.empty() ? 0 : lot_.count_through", "return true ? 0 : lot_.count_through",
+     tk(r"takeover\.a_held_object_does_not_stall_ten_thousand_objects_submitted_after_it")),
+]
