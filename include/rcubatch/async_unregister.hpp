@@ -612,8 +612,11 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
   /// calling thread is in its set of submitting threads. Throws: std::bad_alloc.
   static void make_room_for_one(generation& g) {
     if (g.submit_times.size() == g.submit_times.capacity()) {
-      g.submit_times.reserve(std::max<std::size_t>(64, 2 * g.submit_times.capacity()));
-      g.objects.reserve(g.submit_times.capacity());
+      // objects first: if the second reserve throws, objects still has room wherever
+      // submit_times has (only submit_times' room is checked above).
+      const std::size_t room = std::max<std::size_t>(64, 2 * g.submit_times.capacity());
+      g.objects.reserve(room);
+      g.submit_times.reserve(room);
     }
     if (g.id == 0) g.id = detail::g_next_generation_id.fetch_add(1, std::memory_order_relaxed);
     if (detail::t_last_submit_generation != g.id) {
@@ -627,12 +630,16 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
   /// next generation's submits do not grow them from 64 by doubling — a reallocation and a copy of
   /// every earlier request per doubling, paid by submitters under the writer lock (callgrind,
   /// issue 35: ~18 instructions per submit at W = 8). The allocation is the batch's, made once.
-  /// Throws: std::bad_alloc (nothing changed).
-  static void make_room_like(generation& next, const generation& taking) {
+  /// Best effort: out of memory, the submits grow them as before (and report bad_alloc there), so
+  /// a batch never fails for it. objects first, as in make_room_for_one.
+  static void make_room_like(generation& next, const generation& taking) noexcept {
     const std::size_t n = taking.submit_times.size();
     if (n <= next.submit_times.capacity()) return;
-    next.submit_times.reserve(n);
-    next.objects.reserve(n);
+    try {
+      next.objects.reserve(n);
+      next.submit_times.reserve(n);
+    } catch (const std::bad_alloc&) {
+    }
   }
 
   /// What record_request decided: the ticket, and whom the submit wakes.
@@ -1318,7 +1325,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     std::unique_lock writer(registry_.writer_lock());  // offline while waiting under qsbr
     queue_slot* const next = free_slot();                    // may allocate: before anything changes
     queue_slot& taking = *current_;
-    make_room_like(next->requests, taking.requests);          // may allocate: before anything changes
+    make_room_like(next->requests, taking.requests);          // best effort (never throws)
     batch_range range;
     {
       std::scoped_lock lock(m_);
