@@ -744,6 +744,17 @@ MUTANTS += [  # issue 36 (r36-push): unreg_queue::push_range (each killed by han
 ]
 
 
+MUTANTS += [  # issue 35, submit's cost (branch r35-submit; each killed by hand, 2026-12-05)
+    ("next_generation_not_reserved_by_the_batch", AU,  # submits grow the vectors again: they allocate
+     "    make_room_like(next->requests, taking.requests);", "",
+     ("async_unregister_alloc_test",
+      r"^async_unregister_alloc\.async_unregister_alloc\.a_generation_as_large_as_the_last_is_submitted_without_allocating$")),
+    ("parked_tickets_read_as_none", AU,  # the empty-lot shortcut taken with objects parked
+     "return lot_.empty() ? 0 : lot_.count_through", "return true ? 0 : lot_.count_through",
+     tk(r"takeover\.a_held_object_does_not_stall_ten_thousand_objects_submitted_after_it")),
+]
+
+
 # Last: every MUTANTS += above is in the list main() runs (a block appended after this line is not).
 if __name__ == "__main__":
     main()
