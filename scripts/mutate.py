@@ -706,7 +706,7 @@ MUTANTS += [  # issue 35 (branch r35-seams): the gate's seams; tests no mutant k
     ("gate_lost_race_diagnosed_as_misuse", RG,  # try_unregister(obj) of an object in a deferred flush
      "          if (lost_race_is_result) {", "          if (false) {",
      ir("a_gate_caller_beside_a_deferred_flush_draining_a_held_object_goes_alone_and_finds_that_object_going_away")),
-    ("hold_lock_through_drain_ignored", RG,
+    ("hold_lock_through_drain_ignored", RGT,
      "  return hold_lock_through_drain ? lock_release::barrier_only : lock_release::drain_only;",
      "  return lock_release::drain_only;",
      ir("with_hold_lock_through_drain_a_shared_batch_keeps_the_writer_lock_while_its_followers_wait_for_a_held_object")),
