@@ -287,9 +287,6 @@ class unreg_queue : private detail::queue_base {
     return detail::check_queueable(*r, where.view().data());
   }
 
- public:
-
- private:
   /// push for everything but the common case: misuse (diagnosed), a re-push (to the tail), an
   /// object in another queue (diagnosed, then moved here under misuse_policy::report).
   [[gnu::noinline]] bool push_other(detail::registrable_base& r) {
