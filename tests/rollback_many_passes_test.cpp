@@ -251,7 +251,8 @@ TEST_F(drain_walk, a_drain_in_chunks_pauses_between_every_two_objects_and_never_
   recording_policy policy{.log = &log};
   using spec = detail::lane_ref<node, recording_policy>;
   spec lane{q, policy};
-  detail::engine_for<fake, spec> engine(domain, rollback_options{}, detail::batch_context{}, lane);
+  const rollback_options opts{};  // the engine keeps a reference to it until the batch ends
+  detail::engine_for<fake, spec> engine(domain, opts, detail::batch_context{}, lane);
   ASSERT_TRUE(engine.run_through_grace_periods());
   const auto pause = [](void* arg) noexcept { static_cast<std::vector<std::string>*>(arg)->push_back("pause"); };
   const batch_stats s = engine.run_after_grace_periods(false, detail::destroy_pause{2, pause, &log});

@@ -687,6 +687,11 @@ class rollback_engine {
       l.set_order_hint(ctx.order);
     });
   }
+  /// The engine keeps a reference to its options (and their drain options) until the batch
+  /// ends: a temporary would dangle after the constructor (ASan: stack-use-after-scope in
+  /// start_running, tests/rollback_many_passes_test.cpp before it named its options).
+  template <class... Specs>
+  rollback_engine(grace_domain<Flavor>& d, rollback_options&& o, const batch_context& ctx, Specs&... specs) = delete;
 
   /// The phases of kPhaseTable (phase.hpp), one private function each, in the table's order.
   batch_stats run() {
