@@ -14,14 +14,15 @@
 // Who runs what (the registry's side is registry.hpp, "Combining"):
 // - Alone. A caller that finds no leader waiting and takes the writer lock with try_lock runs
 //   the batch of its own call at once, as if combining were off (flat combining's try-lock fast
-//   path): a lone writer pays two relaxed loads more than a plain unregister — no gate mutex, no
-//   condition variable made, no clock read (combining_stats counts it: gate_locks stays 0) —
-//   and a caller that would do better alone goes alone. With the writers on one CPU and short
-//   spun grace periods this is nearly every call (bench/RESULTS.md, "Combining that costs
-//   nothing where it cannot pay": 99 % of calls alone, 1.002–1.008 objects per batch), so it
-//   must cost what a plain unregister costs: callgrind, +357 → +200 instructions a call. Not while callers the last shared batch released are still
-//   away (combining_options::gather_released): they are runnable and, in a closed loop, about to
-//   call again, so this caller leads a batch they can join.
+//   path): no gate mutex, no condition variable made, no clock read (combining_stats counts
+//   it: gate_locks stays 0), and a caller that would do better alone goes alone. With the
+//   writers on one CPU and short spun grace periods this is nearly every call (bench/RESULTS.md,
+//   "Combining that costs nothing where it cannot pay": 98–100 % of calls alone, 1.000–1.013
+//   objects per batch, one busy reader or two), so it must cost what a plain unregister costs:
+//   callgrind, +198 instructions a call over serialized's ~2,400 without the grace period (+357
+//   before 2026-12-05: a condition variable and a clock read per call). Not while callers the
+//   last shared batch released are still away (combining_options::gather_released): they are
+//   runnable and, in a closed loop, about to call again, so this caller leads a batch they can join.
 //   A caller on a call_rcu worker of the registry's flavors (unregister from a call_rcu
 //   callback: a deferred teardown) always goes alone, waiting for the writer lock if it must,
 //   and never leads nor follows: a leader's drain may run the flavor's rcu_barrier, which waits
