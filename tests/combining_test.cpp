@@ -323,6 +323,9 @@ TEST_F(combining, a_shared_batch_whose_validate_throws_hands_each_call_back_to_r
   EXPECT_EQ(g_destroyed[1].load(), 1);
   EXPECT_EQ(g_destroyed[2].load(), 0);
   EXPECT_TRUE(findable(reg, 2)) << "nothing of b changed";
+  const combining_stats s = reg.combining_stats();
+  EXPECT_EQ(s.handed_back, 2u) << "both calls had queued an object: both handed back";
+  EXPECT_EQ(s.alone, 0u) << "a call handed back is not one that went alone at once";
   g_refuse_id = -1;
   reg.unregister(*b);
 }
