@@ -50,6 +50,11 @@
 //                         each; an atomic incremented before the call, decremented when freed)
 //   mean_gp_us            mean length of the counted GPs (shows the simulated 1 ms)
 //   reader_lookups_per_s  the reader's lookups during the case
+//   writer_voluntary_switches_per_object, writer_involuntary_switches_per_object   the writers'
+//                         context switches during their loops (getrusage RUSAGE_THREAD), summed
+//   gate_*_per_object     sync_combined: the gate's combining_stats per object — calls gone alone
+//                         at once, batches led (and of them led alone: nobody queued behind),
+//                         followers' sleeps, wake-ups sent, gate-mutex acquisitions
 //
 // The producer, BM_Producer/memb/<mode>/rate:<objects per second | max>: one thread creates,
 // registers and submits the removal of as many objects as it can (or at the given rate) for
@@ -67,6 +72,7 @@
 // because an iteration is the whole W x N removal; a second iteration refills the registry.
 #include <sched.h>
 #include <pthread.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -432,6 +438,7 @@ struct sweep_fixture {
   std::atomic<std::uint64_t> start_ns{0};
   std::mutex merge_mutex;
   latency_histogram submit_latency;
+  std::uint64_t voluntary_switches = 0, involuntary_switches = 0;  // the writers', summed (merge_mutex)
   std::uint64_t gps0 = 0, gp_ns0 = 0, domain_gps0 = 0, lookups0 = 0;
 };
 
@@ -514,6 +521,8 @@ void bm_many_writers(benchmark::State& st, mode m, std::size_t per_thread, int r
     std::uint64_t expected = 0;
     f.start_ns.compare_exchange_strong(expected, now_ns(), std::memory_order_relaxed);
     latency_histogram submit;
+    rusage ru0{};
+    getrusage(RUSAGE_THREAD, &ru0);
     mw_object* const* mine = f.objects.data() + (iteration * writers + me) * per_thread;
     for (std::size_t i = 0; i < per_thread; ++i) {
       mw_object& o = *mine[i];
@@ -523,8 +532,12 @@ void bm_many_writers(benchmark::State& st, mode m, std::size_t per_thread, int r
       if (!remove_one(*f.reg, f.reclaimer.get(), m, o)) std::abort();
       submit.add(now_ns() - t0);
     }
+    rusage ru1{};
+    getrusage(RUSAGE_THREAD, &ru1);
     std::scoped_lock lock(f.merge_mutex);  // before the end barrier: thread 0 reads it after
     f.submit_latency.merge(submit);
+    f.voluntary_switches += static_cast<std::uint64_t>(ru1.ru_nvcsw - ru0.ru_nvcsw);
+    f.involuntary_switches += static_cast<std::uint64_t>(ru1.ru_nivcsw - ru0.ru_nivcsw);
     ++iteration;
   }
 
@@ -567,7 +580,19 @@ void bm_many_writers(benchmark::State& st, mode m, std::size_t per_thread, int r
     const auto totals = f.reg->counters().batches;
     c["gps_per_batch"] = totals.batches ? static_cast<double>(totals.grace_periods) / static_cast<double>(totals.batches) : 0.0;
     c["objects_per_batch"] = totals.batches ? static_cast<double>(totals.objects) / static_cast<double>(totals.batches) : 0.0;
+    // Which way the gate sent each call, and what it spent (combining_stats), per object.
+    const rcubatch::combining_stats g = f.reg->combining_stats();
+    c["gate_alone_per_object"] = static_cast<double>(g.alone) / objects;
+    c["gate_led_per_object"] = static_cast<double>(g.led) / objects;
+    c["gate_led_alone_per_object"] = static_cast<double>(g.led_alone) / objects;
+    c["gate_sleeps_per_object"] = static_cast<double>(g.followed) / objects;
+    c["gate_wakes_per_object"] = static_cast<double>(g.wakes) / objects;
+    c["gate_locks_per_object"] = static_cast<double>(g.gate_locks) / objects;
   }
+  // Every writer's context switches during its loop (getrusage RUSAGE_THREAD): voluntary ones
+  // are its sleeps (the writer lock's futex, the gate's condition variable, a GP's futex wait).
+  c["writer_voluntary_switches_per_object"] = static_cast<double>(f.voluntary_switches) / objects;
+  c["writer_involuntary_switches_per_object"] = static_cast<double>(f.involuntary_switches) / objects;
   c["mean_gp_us"] = gps > 0 ? gp_ns / gps * 1e-3 : 0.0;
   c["gp_min_us"] = static_cast<double>(Flavor::min_gp_us);
   c["submit_p50_us"] = f.submit_latency.quantile(0.50) * 1e-3;

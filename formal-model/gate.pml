@@ -25,7 +25,10 @@
  *               run_calls (one registry batch: grace periods under the lock, then the ref drain
  *               and destroys with the lock released — the drain's relock is left out: it waits
  *               for nothing in the gate), then combining_gate::finish (each call done, or alone
- *               when a shared batch threw, and its caller woken).
+ *               when a shared batch threw, and its caller woken if asleep). A batch of the
+ *               leader's own call only is finished without the gate's mutex (combining.hpp,
+ *               finish: nobody sleeps on that call; the listener, which the model leaves out,
+ *               must be detached for it): its steps are not one atomic block here.
  *   drain       ref_drain::flush_and_recheck's barrier (an object of the batch held): liburcu's
  *               rcu_barrier, which returns only once the call_rcu worker finished its current
  *               callback — skipped on the worker itself (ref_drain.hpp, guarantee 5).
@@ -43,6 +46,9 @@
  *   3  a caller on the call_rcu worker goes through the gate like any other (the seam
  *      combining.a_caller_on_a_call_rcu_worker_never_waits_in_the_gate_for_a_leader_whose_drain_needs_that_worker
  *      tests): it follows a leader whose drain waits for that worker
+ *   4  the lone leader's finish without the mutex taken for a batch with followers too (its
+ *      test: combining.a_lone_caller_takes_no_gate_mutex_and_no_sleep_and_a_lone_leader_takes_it_twice,
+ *      by counts): the followers are marked done but never woken
  */
 
 #ifndef NC
@@ -161,29 +167,53 @@ inline lead(me) {
      od
   :: else -> skip
   fi;
-  /* combining_gate::finish */
-  atomic {
-    c = 0;
-    do
-    :: c < NC ->
-       if
-       :: taken[c] ->
-          taken[c] = false;
-          if
-          :: threw -> turn[c] = ALONE
-          :: else -> assert(destroyed[c]); turn[c] = DONE  /* done only after its batch ended */
-          fi;
-#if MUTANT == 2
-          if :: c == me -> sleeping[c] = false :: else -> skip fi
+  /* combining_gate::finish. A batch of the leader's own call only: marked outside the gate's
+   * mutex (nobody sleeps on it, nobody else reads it). Otherwise one critical section. */
+  if
+#if MUTANT == 4
+  :: n >= 1 ->  /* the shortcut taken with followers too: marked, never woken */
+     c = 0;
+     do
+     :: c < NC ->
+        if
+        :: taken[c] -> taken[c] = false; if :: threw -> turn[c] = ALONE :: else -> turn[c] = DONE fi
+        :: else -> skip
+        fi;
+        c++
+     :: else -> break
+     od
 #else
-          sleeping[c] = false
+  :: n == 1 ->
+     taken[me] = false;
+     if
+     :: threw -> turn[me] = ALONE
+     :: else -> assert(destroyed[me]); turn[me] = DONE
+     fi
 #endif
-       :: else -> skip
-       fi;
-       c++
-    :: else -> break
-    od
-  }
+  :: else ->
+     atomic {
+       c = 0;
+       do
+       :: c < NC ->
+          if
+          :: taken[c] ->
+             taken[c] = false;
+             if
+             :: threw -> turn[c] = ALONE
+             :: else -> assert(destroyed[c]); turn[c] = DONE  /* done only after its batch ended */
+             fi;
+#if MUTANT == 2
+             if :: c == me -> sleeping[c] = false :: else -> skip fi
+#else
+             if :: sleeping[c] -> sleeping[c] = false :: else -> skip fi  /* notify only a caller asleep */
+#endif
+          :: else -> skip
+          fi;
+          c++
+       :: else -> break
+       od
+     }
+  fi
 }
 
 proctype caller(byte me) {

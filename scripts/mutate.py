@@ -694,7 +694,7 @@ MUTANTS += [  # the review gaps of issues 36-37 (branch r-gaps): splice_back und
 
 MUTANTS += [  # issue 35 (branch r35-seams): the gate's seams; tests no mutant killed before (each killed by hand, 2026-12-05)
     ("combining_take_not_waking_the_next_leader", CB,  # killed by the test's 30 s watchdog: run with --timeout 45
-     "      next.cv_.notify_one();\n", "",
+     "      wake_next_leader(next);\n", "",
      cb("many_threads_through_the_gate_destroy_each_object_exactly_once")),
     ("combining_call_rcu_worker_follows_a_leader", CB,  # killed by the test's 30 s watchdog: run with --timeout 45
      "    if (detail::on_call_rcu_worker_of<Flavors>::now()) return me.turn_ = turn::alone;\n", "",
@@ -752,6 +752,16 @@ MUTANTS += [  # issue 35, submit's cost (branch r35-submit; each killed by hand,
     ("parked_tickets_read_as_none", AU,  # the empty-lot shortcut taken with objects parked
      "return lot_.empty() ? 0 : lot_.count_through", "return true ? 0 : lot_.count_through",
      tk(r"takeover\.a_held_object_does_not_stall_ten_thousand_objects_submitted_after_it")),
+]
+
+
+MUTANTS += [  # issue 35 item 6 (branch r35-combine, 2026-12-05): combining costs nothing where it cannot pay; counted, not timed
+    ("combining_lone_leader_finishes_under_the_gate_mutex", CB,
+     "    if (b.size() == 1 && !listening()) {", "    if (false) {",
+     cb("a_lone_caller_takes_no_gate_mutex_and_no_sleep_and_a_lone_leader_takes_it_twice")),
+    ("combining_wakes_a_caller_not_asleep", CB,  # a call that slept once (the next leader) is notified again
+     "    if (!c.asleep_) return;\n", "    if (!c.cv_) return;\n",
+     cb("the_gate_wakes_only_callers_asleep_in_it")),
 ]
 
 

@@ -121,6 +121,62 @@ TEST_F(combining, a_lone_caller_that_finds_the_lock_free_goes_alone_at_once) {
   reg.detach_combining_listener(heard);
 }
 
+// Where combining cannot pay (nobody else calling), it must cost nothing: counted by the gate
+// (combining_stats), not timed. A lone caller that finds the lock free takes neither the gate's
+// mutex nor a condition variable; a leader that finds nobody queued behind it takes the mutex
+// twice (arrive, take) and finishes without it, waking nobody.
+TEST_F(combining, a_lone_caller_takes_no_gate_mutex_and_no_sleep_and_a_lone_leader_takes_it_twice) {
+  watchdog dog(30s, "one caller leading while the test holds the writer lock");
+  registry_t reg(combining_on());
+  item* a = add_item(reg, 1);
+  item* b = add_item(reg, 2);
+  add_item(reg, 3);
+  item* d = add_item(reg, 4);
+  EXPECT_EQ(reg.unregister(*a).objects, 1u);
+  EXPECT_TRUE(reg.try_unregister(*b));
+  EXPECT_TRUE(reg.try_unregister<by_id>(3));
+  combining_stats s = reg.combining_stats();
+  EXPECT_EQ(s.alone, 3u);
+  EXPECT_EQ(s.gate_locks, 0u) << "the alone path never touches the gate's mutex";
+  EXPECT_EQ(s.followed, 0u);
+  EXPECT_EQ(s.wakes, 0u);
+  EXPECT_EQ(s.led, 0u);
+
+  queued_while_the_lock_is_held(reg, {[&] { EXPECT_EQ(reg.unregister(*d).objects, 1u); }});
+  s = reg.combining_stats();
+  EXPECT_EQ(s.alone, 3u);
+  EXPECT_EQ(s.led, 1u);
+  EXPECT_EQ(s.led_alone, 1u) << "nobody queued behind it";
+  EXPECT_EQ(s.gate_locks, 2u) << "arrive and take; its batch of one finished without the mutex";
+  EXPECT_EQ(s.followed, 0u) << "a leader never sleeps in the gate";
+  EXPECT_EQ(s.wakes, 0u) << "nobody to wake";
+  EXPECT_EQ(CF::synchronizes(), 4u);
+  for (int i = 1; i <= 4; ++i) EXPECT_EQ(g_destroyed[i].load(), 1) << i;
+}
+
+// A wake-up goes to a caller asleep in the gate and to no other: with max_batch 1 the first
+// leader wakes the second caller (asleep as a follower) to lead; that one's own call, finished
+// under the mutex (a listener is attached), is not notified — its caller is the one running.
+TEST_F(combining, the_gate_wakes_only_callers_asleep_in_it) {
+  watchdog dog(30s, "two callers through a gate of max_batch 1");
+  registry_t reg(combining_on(1));
+  recording_listener heard;
+  ASSERT_TRUE(reg.attach_combining_listener(heard));
+  item* a = add_item(reg, 1);
+  item* b = add_item(reg, 2);
+  queued_while_the_lock_is_held(reg, {[&] { reg.unregister(*a); }, [&] { reg.unregister(*b); }});
+  const combining_stats s = reg.combining_stats();
+  EXPECT_EQ(s.led, 2u);
+  EXPECT_EQ(s.led_alone, 2u);
+  EXPECT_EQ(s.followed, 1u) << "the second caller slept until it was made the leader";
+  EXPECT_EQ(s.wakes, 1u) << "one wake-up: the next leader's; none to a leader's own call";
+  EXPECT_EQ(s.gate_locks, 6u) << "arrive ×2, take ×2, finish ×2 (a listener to tell)";
+  EXPECT_EQ(heard.taken().size(), 2u);
+  EXPECT_EQ(g_destroyed[1].load(), 1);
+  EXPECT_EQ(g_destroyed[2].load(), 1);
+  reg.detach_combining_listener(heard);
+}
+
 TEST_F(combining, callers_queued_while_the_lock_is_held_share_one_batch_each_with_its_own_objects_results) {
   watchdog dog(30s, "callers queued in the gate while the test holds the writer lock");
   registry_t reg(combining_on());
@@ -267,6 +323,9 @@ TEST_F(combining, a_shared_batch_whose_validate_throws_hands_each_call_back_to_r
   EXPECT_EQ(g_destroyed[1].load(), 1);
   EXPECT_EQ(g_destroyed[2].load(), 0);
   EXPECT_TRUE(findable(reg, 2)) << "nothing of b changed";
+  const combining_stats s = reg.combining_stats();
+  EXPECT_EQ(s.handed_back, 2u) << "both calls had queued an object: both handed back";
+  EXPECT_EQ(s.alone, 0u) << "a call handed back is not one that went alone at once";
   g_refuse_id = -1;
   reg.unregister(*b);
 }

@@ -14,10 +14,15 @@
 // Who runs what (the registry's side is registry.hpp, "Combining"):
 // - Alone. A caller that finds no leader waiting and takes the writer lock with try_lock runs
 //   the batch of its own call at once, as if combining were off (flat combining's try-lock fast
-//   path): a lone writer pays two relaxed loads more than a plain unregister, and a caller that
-//   would do better alone goes alone. Not while callers the last shared batch released are still
-//   away (combining_options::gather_released): they are runnable and, in a closed loop, about to
-//   call again, so this caller leads a batch they can join.
+//   path): no gate mutex, no condition variable made, no clock read (combining_stats counts
+//   it: gate_locks stays 0), and a caller that would do better alone goes alone. With the
+//   writers on one CPU and short spun grace periods this is nearly every call (bench/RESULTS.md,
+//   "Combining that costs nothing where it cannot pay": 98–100 % of calls alone, 1.000–1.013
+//   objects per batch, one busy reader or two), so it must cost what a plain unregister costs:
+//   callgrind, +198 instructions a call over serialized's ~2,400 without the grace period (+357
+//   before 2026-12-05: a condition variable and a clock read per call). Not while callers the
+//   last shared batch released are still away (combining_options::gather_released): they are
+//   runnable and, in a closed loop, about to call again, so this caller leads a batch they can join.
 //   A caller on a call_rcu worker of the registry's flavors (unregister from a call_rcu
 //   callback: a deferred teardown) always goes alone, waiting for the writer lock if it must,
 //   and never leads nor follows: a leader's drain may run the flavor's rcu_barrier, which waits
@@ -37,6 +42,9 @@
 //   CPU they run only when it stops running), at most as long as that batch held the writer
 //   lock (never over kMaxGatherWait), and only while its gather_meter measures that gathering
 //   costs less per call than not gathering.
+//   A leader that finds nobody queued behind it runs a batch of its own call, as a plain
+//   unregister would, and finishes it without the gate's mutex and without a wake-up (unless a
+//   listener is to be told): two acquisitions of the mutex in all (arrive, take), no sleep.
 // - Follower. A queued caller that is not the leader blocks (a condition variable on its own
 //   stack, offline under qsbr) until a leader has run its call (done), or makes it the next
 //   leader, or hands its call back to run alone (a shared batch that threw: below).
@@ -59,7 +67,9 @@
 #include <cmath>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 
@@ -107,6 +117,20 @@ struct combined_batch_report {
   bool alone = false;        ///< its one call went alone (no leader waiting, the writer lock free at once)
   batch_stats batch{};       ///< the registry batch's statistics
   std::chrono::nanoseconds longest_wait{};  ///< the longest a taken call waited, arrival to its batch's end
+};
+
+/// What a registry's gate did, counted since the registry was made (combining_gate::stats,
+/// registry::combining_stats): which way each call went and what it cost in the gate's mutex,
+/// sleeps and wake-ups. Exact counts (not sampled): tests assert them, and the many-writers bench
+/// reports them per object to show what combining spent where it could not pay (RESULTS.md).
+struct combining_stats {
+  std::uint64_t alone = 0;         ///< calls that found no leader waiting and the writer lock free: no gate mutex, no sleep
+  std::uint64_t led = 0;           ///< batches led (each took the queue once, holding the writer lock)
+  std::uint64_t led_alone = 0;     ///< of them, batches of the leader's own call only (nobody queued behind it)
+  std::uint64_t followed = 0;      ///< calls whose caller slept in the gate for a leader (one condition-variable wait each)
+  std::uint64_t wakes = 0;         ///< wake-ups sent to a sleeping caller (notify_one; none to a caller not asleep)
+  std::uint64_t handed_back = 0;   ///< calls handed back to run alone (their shared batch threw)
+  std::uint64_t gate_locks = 0;    ///< acquisitions of the gate's mutex on the calls' paths (arrive, take, finish, gathering)
 };
 
 /// The typed seam between a registry's gate and a reclaimer attached to it (async_unregister):
@@ -210,8 +234,8 @@ class combining_gate;
 /// type derives from it). Boost.Intrusive: no allocation per call, O(1) unlink.
 class combining_call : public boost::intrusive::list_base_hook<> {
  public:
-  /// Effects: a call arriving now (its wait is measured from here).
-  combining_call() noexcept : arrived_(std::chrono::steady_clock::now()) {}
+  /// Effects: a call, not yet arrived (arrive stamps its arrival; the alone path reads no clock).
+  combining_call() noexcept = default;
   combining_call(const combining_call&) = delete;
   combining_call& operator=(const combining_call&) = delete;
   /// Where the call stands (its own caller reads it after arrive returned, or after its own
@@ -225,8 +249,13 @@ class combining_call : public boost::intrusive::list_base_hook<> {
   template <class, class>
   friend class combining_gate;
   combining_turn turn_ = combining_turn::queued;
-  std::condition_variable cv_;  // its caller sleeps on it as a follower
-  std::chrono::steady_clock::time_point arrived_{};
+  // Under the gate's mutex: its caller waits on cv_ in arrive. A waker notifies only then; a
+  // caller not asleep reads its turn itself (the leader, whose own call finish marks).
+  bool asleep_ = false;
+  // Made under the gate's mutex just before its caller first sleeps: a call that never sleeps
+  // (alone, or leading) never makes nor destroys one (~55 instructions a call, callgrind).
+  std::optional<std::condition_variable> cv_;
+  std::chrono::steady_clock::time_point arrived_{};  // stamped by arrive (report's longest_wait)
 };
 
 /// The gate (see the file comment). Call: the registry's call type, derived from
@@ -285,6 +314,7 @@ class combining_gate {
       return false;
     }
     std::unique_lock lock(m_);
+    ++stats_.gate_locks;
     if (away_.load(std::memory_order_relaxed) == 0) return false;
     const auto until = std::chrono::steady_clock::now() + std::min<std::chrono::nanoseconds>(last_shared_batch_, kMaxGatherWait);
     {
@@ -311,6 +341,19 @@ class combining_gate {
     return queue_.size();
   }
 
+  /// What the gate did so far (combining_stats). A snapshot; takes the gate's mutex (not counted).
+  combining_stats stats() const {
+    std::scoped_lock lock(m_);
+    combining_stats s = stats_;
+    s.alone = alone_.load(std::memory_order_relaxed);
+    return s;
+  }
+
+  /// Requires: the caller holds the writer lock, having taken it at once on the alone path.
+  /// Effects: counts that call (combining_stats::alone). Cost: a load and a store (the writer
+  /// lock orders the writers), no read-modify-write.
+  void count_alone() noexcept { alone_.store(alone_.load(std::memory_order_relaxed) + 1, std::memory_order_relaxed); }
+
   /// Effects: on a call_rcu worker of Flavors, returns turn::alone at once (nothing queued).
   /// Otherwise queues c; if no leader is waiting, c's caller leads (returns turn::lead at once);
   /// otherwise blocks (offline under qsbr) until a leader ran c (done), made it the next leader
@@ -320,7 +363,9 @@ class combining_gate {
     call& me = c;
     // A call_rcu worker never queues (file comment, "Alone"): its caller takes the writer lock itself.
     if (detail::on_call_rcu_worker_of<Flavors>::now()) return me.turn_ = turn::alone;
+    me.arrived_ = std::chrono::steady_clock::now();
     std::unique_lock lock(m_);
+    ++stats_.gate_locks;
     queue_.push_back(c);
     if (const std::size_t a = away_.load(std::memory_order_relaxed); a != 0) {
       away_.store(a - 1, std::memory_order_relaxed);
@@ -332,8 +377,12 @@ class combining_gate {
       return turn::lead;
     }
     if (me.turn_ == turn::queued) {
+      ++stats_.followed;
+      me.cv_.emplace();
+      me.asleep_ = true;
       detail::offline_while_blocked<Flavors> offline;
-      me.cv_.wait(lock, [&] { return me.turn_ != turn::queued && me.turn_ != turn::taken; });
+      me.cv_->wait(lock, [&] { return me.turn_ != turn::queued && me.turn_ != turn::taken; });
+      me.asleep_ = false;
     }
     return me.turn_;
   }
@@ -344,6 +393,7 @@ class combining_gate {
   /// on: to the next queued call if some are left (woken as leader), else to the next arrival.
   void take(batch_list& out) {
     std::scoped_lock lock(m_);
+    ++stats_.gate_locks;
     std::size_t n = 0;
     while (!queue_.empty() && n < options_.max_batch) {
       Call& c = queue_.front();
@@ -352,23 +402,35 @@ class combining_gate {
       out.push_back(c);
       ++n;
     }
+    ++stats_.led;
+    if (n == 1) ++stats_.led_alone;
     if (queue_.empty()) {
       leader_waiting_.store(false, std::memory_order_relaxed);
     } else {  // more than one batch's worth: the next leader waits for the lock now, not for this batch
       call& next = queue_.front();
       next.turn_ = turn::lead;
-      next.cv_.notify_one();
+      wake_next_leader(next);
     }
   }
 
   /// Requires: the leader, after the batch of `b` ended or threw. Effects: tells the listener,
   /// if `ran` (the batch ran: its stats; `requests` of b's calls queued an object),
   /// then marks each call of b with `outcome_of(call)` (done, or alone: its caller runs it by
-  /// itself) and wakes its caller; the leader's own call is marked too (its caller is this
-  /// thread). b is empty after. Throws: nothing (outcome_of must not throw).
+  /// itself) and wakes its caller if asleep; the leader's own call is marked too (its caller is
+  /// this thread). A batch of the leader's own call only, with no listener attached, is marked
+  /// without the gate's mutex: nobody else sleeps on it nor reads it, and nobody is to be told
+  /// (combining_stats::gate_locks: a lone leader takes the mutex twice, arrive and take). b is
+  /// empty after. Throws: nothing (outcome_of must not throw).
   template <class OutcomeOf>
   void finish(batch_list& b, const batch_stats* ran, std::size_t requests, OutcomeOf&& outcome_of) noexcept {
+    if (b.size() == 1 && !listening()) {  // the leader's own call (take put it first), alone
+      Call& mine = b.front();
+      b.pop_front();
+      static_cast<call&>(mine).turn_ = outcome_of(mine);
+      return;
+    }
     std::scoped_lock lock(m_);
+    ++stats_.gate_locks;
     if (ran != nullptr && listener_ != nullptr) report(b, *ran, requests, false);
     // Released callers, the leader included: in a closed loop each calls again soon.
     if (options_.gather_released && ran != nullptr && b.size() > 1) {
@@ -380,15 +442,17 @@ class combining_gate {
       b.pop_front();
       call& g = c;
       g.turn_ = outcome_of(c);
-      g.cv_.notify_one();  // under m_: the follower cannot leave (and destroy c) before we unlock
+      if (g.turn_ == turn::alone) ++stats_.handed_back;
+      wake(g);  // under m_: the follower cannot leave (and destroy c) before we unlock
     }
   }
 
   /// The alone path's end: tells the listener, if one is attached, about the batch of `c` alone.
   /// Cost without a listener: one relaxed load.
   void ran_alone(Call& c, const batch_stats& st, std::size_t requests) noexcept {
-    if (enabled_.load(std::memory_order_relaxed) <= (options_.enabled ? 1u : 0u)) return;  // no listener
+    if (!listening()) return;
     std::scoped_lock lock(m_);
+    ++stats_.gate_locks;
     if (listener_ == nullptr) return;
     batch_list one;
     one.push_back(c);
@@ -421,8 +485,22 @@ class combining_gate {
     return o;
   }
 
+  /// Whether a listener is attached (a hint, one relaxed load: attach and detach hold m_).
+  bool listening() const noexcept { return enabled_.load(std::memory_order_relaxed) > (options_.enabled ? 1u : 0u); }
+
+  /// Requires: m_. Wakes c's caller if it sleeps in arrive (counted); one not asleep reads its
+  /// turn when it next looks, so a notify would be a wasted call.
+  static void wake_if_asleep(call& c, combining_stats& s) noexcept {
+    if (!c.asleep_) return;
+    ++s.wakes;
+    c.cv_->notify_one();
+  }
+  void wake(call& c) noexcept { wake_if_asleep(c, stats_); }
+  void wake_next_leader(call& c) noexcept { wake_if_asleep(c, stats_); }
+
   void forget_released() {
     std::scoped_lock lock(m_);
+    ++stats_.gate_locks;
     away_.store(0, std::memory_order_relaxed);
   }
 
@@ -433,6 +511,11 @@ class combining_gate {
     r.requests = requests;
     r.alone = alone;
     r.batch = st;
+    if (alone) {  // arrival was its batch's start: the alone path stamps no arrival (no clock read)
+      r.longest_wait = st.elapsed;
+      listener_->combined_batch_ran(r);
+      return;
+    }
     const auto now = std::chrono::steady_clock::now();
     for (const Call& c : b)
       r.longest_wait = std::max(
@@ -450,6 +533,8 @@ class combining_gate {
   gather_meter meter_;                            // under the registry's writer lock
   std::atomic<unsigned> enabled_{0};              // the option (1) + an attached listener (1)
   combining_listener* listener_ = nullptr;        // under m_
+  combining_stats stats_;                          // under m_ (its alone field unused: alone_)
+  std::atomic<std::uint64_t> alone_{0};            // written under the writer lock: calls gone alone at once
 };
 
 }  // namespace rcubatch

@@ -754,6 +754,10 @@ class basic_registry {
   /// Calls waiting in the gate for a batch (a leader waiting for the writer lock and its
   /// followers): a snapshot, for tests and observability. Thread safety: any thread.
   std::size_t combining_waiting() const { return gate_.waiting(); }
+  /// What the gate did since this registry was made (combining_stats: calls gone alone, batches
+  /// led, followers' sleeps, wake-ups, the gate mutex's acquisitions): exact counts, for tests,
+  /// observability and the many-writers bench. A snapshot. Thread safety: any thread.
+  rcubatch::combining_stats combining_stats() const { return gate_.stats(); }
 
  private:
   template <class I>
@@ -905,7 +909,7 @@ class basic_registry {
     /// batch's: the grace periods and the times it waited for.
     void complete(const batch_stats& st, bool shared) noexcept {
       if (result.status == unregister_status::unregistered) {
-        result.stats = st;
+        if (&st != &result.stats) result.stats = st;  // alone, run_alone ran it into result.stats
         if (shared) {
           result.stats.objects = result.unregistered;
           result.stats.dependents_added = 0;
@@ -994,6 +998,7 @@ class basic_registry {
     if constexpr (requires(writer_lock_type& l) { l.try_lock(); }) {
       if (gate_.idle() && mutex_.try_lock()) {
         std::unique_lock lock(mutex_, std::adopt_lock);
+        gate_.count_alone();
         run_alone(c, lock);
         alone = true;
       }
@@ -1001,7 +1006,8 @@ class basic_registry {
     if (!alone) {
       const combining_turn t = gate_.arrive(c);
       if (t == combining_turn::lead) lead_batch(c);
-      if (c.turn() == combining_turn::alone) {  // the shared batch threw: run it by itself
+      if (c.turn() == combining_turn::alone) {  // the shared batch threw (or a call_rcu worker): by itself
+        c.result = unregister_result{};           // what the shared batch's push recorded
         std::unique_lock lock(mutex_);
         run_alone(c, lock);
       }
@@ -1025,12 +1031,13 @@ class basic_registry {
     return requests;
   }
 
-  /// c's batch of its own, under `lock` (the alone path; a call handed back).
+  /// c's batch of its own, under `lock` (the alone path; a call handed back). Requires: c.result
+  /// as new. The batch's stats go straight into c.result.stats (no copy: the alone path is what
+  /// a lone writer runs on every call, and must cost what a plain unregister costs).
   void run_alone(gate_call& c, std::unique_lock<writer_lock_type>& lock) {
-    c.result = unregister_result{};
     gate_list one;
     one.push_back(c);
-    batch_stats st;
+    batch_stats& st = c.result.stats;
     std::size_t requests = 0;
     try {
       requests = run_calls(one, st);
