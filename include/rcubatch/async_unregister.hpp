@@ -18,7 +18,8 @@
 //
 // submit(obj), under the registry's writer lock: the policy's validate (may throw: nothing
 // changed), the budget's charge and the request's record, then its unlist — lookups miss obj
-// from the call on — and a ticket returned. It never waits for a grace period (it may wait for the writer lock, and
+// from the call on — and a ticket returned. The reclaimer's own mutex is not taken, except by
+// the submit that makes a batch due or starts the age timer (issue 35: reclaim_protocol.hpp). It never waits for a grace period (it may wait for the writer lock, and
 // for the memory budget, below). Everything else runs later, in a batch, on the reclaimer:
 // close_many, grace period #1, notify (cascades through batch::queue, any lane), batch_notify,
 // uninit (retire, retire_with), grace period #2 if anything was unlinked after #1, the ref
@@ -97,7 +98,9 @@
 // async_options::on_batch): requests combined, distinct submitting threads, the batch's
 // batch_stats; per reclaimer:
 // requests, batches, grace periods, p50/p99/max request→destroy latency (to the end of the
-// request's batch; a log2 histogram with 8 sub-buckets per octave: within 12.5 %), pending
+// request's batch; a log2 histogram with 8 sub-buckets per octave: within 12.5 %; a submit is
+// stamped with the CPU's cycle counter where there is one, x86, turned into nanoseconds against
+// this object's own steady_clock readings: detail/latency_histogram.hpp), pending
 // count/bytes now and their high-water marks, submitters blocked by the budget, refusals.
 //
 // try_submit(obj) and try_submit<Index>(key): the same, for requests that may race another
@@ -693,7 +696,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     return issued_.load(std::memory_order_relaxed) + 1;  // only submits store it, under the writer lock
   }
 
-  /// Requires: the writer lock; request `seq` of `bytes` recorded in g (current_) and its object
+  /// Requires: the writer lock; request `seq` recorded in g (current_: record_request) and its object
   /// unlisted. Publishes it (issued_: waiters, drain, the thresholds see it) and wakes whom it
   /// concerns. Most submits take no lock here: m_ only on a transition that someone waits on —
   /// the first pending request (it starts the age timer: oldest_, and the clock is read for it
