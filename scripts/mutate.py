@@ -203,7 +203,7 @@ MUTANTS = [
      ("lanes_test", r"^lanes\.rollback_many_lanes\.")),
     # Issue 22.
     ("ticket_completed_before_destroy", AU,
-     "      taken_ = issued_;\n", "      taken_ = issued_;\n      completion_.batch_ended(issued_, false);\n",
+     "      taken_ = issued;\n", "      taken_ = issued;\n      completion_.batch_ended(issued, false);\n",
      au("a_ticket_completes_only_after_its_object_was_destroyed")),
     ("validate_throw_leaves_object_queued", AU,
      "      q.remove(t);\n      throw;", "      throw;",
@@ -746,7 +746,8 @@ MUTANTS += [  # issue 36 (r36-push): unreg_queue::push_range (each killed by han
 
 MUTANTS += [  # issue 35, submit's cost (branch r35-submit; each killed by hand, 2026-12-05)
     ("next_generation_not_reserved_by_the_batch", AU,  # submits grow the vectors again: they allocate
-     "    make_room_like(next->requests, taking.requests);", "",
+     "    open_generation(next->requests, taking.requests.submit_stamps.size());  // best effort room (never throws)",
+     "    next->requests.id = detail::g_next_generation_id.fetch_add(1, std::memory_order_relaxed);",
      ("async_unregister_alloc_test",
       r"^async_unregister_alloc\.async_unregister_alloc\.a_generation_as_large_as_the_last_is_submitted_without_allocating$")),
     ("parked_tickets_read_as_none", AU,  # the empty-lot shortcut taken with objects parked
@@ -762,6 +763,24 @@ MUTANTS += [  # issue 35 item 6 (branch r35-combine, 2026-12-05): combining cost
     ("combining_wakes_a_caller_not_asleep", CB,  # a call that slept once (the next leader) is notified again
      "    if (!c.asleep_) return;\n", "    if (!c.cv_) return;\n",
      cb("the_gate_wakes_only_callers_asleep_in_it")),
+]
+
+
+MUTANTS += [  # issue 35, a submit without the reclaimer's mutex (branch r35-submit, 2026-12-05)
+    ("bytes_threshold_not_reset_at_the_take", AU,  # only the first generation is ever due by bytes
+     "      transition_bytes_ = options_.batch_bytes;\n", "",
+     au(r"the_bytes_threshold_is_due_again_in_every_generation")),
+    ("count_high_water_not_noted_at_batch_end", AU,  # submits no longer raise it: it would read 0
+     "      note_high_water_count();\n      if (parked != nullptr) lot_.join(*parked);\n",
+     "      if (parked != nullptr) lot_.join(*parked);\n",
+     au(r"the_bytes_threshold_is_due_again_in_every_generation")),
+    ("bytes_high_water_not_noted_at_release", "include/rcubatch/detail/reclaim_budget.hpp",
+     "    high_water_ = std::max(high_water_, charged_.fetch_sub(bytes, std::memory_order_relaxed));\n",
+     "    charged_.fetch_sub(bytes, std::memory_order_relaxed);\n",
+     au(r"the_bytes_threshold_is_due_again_in_every_generation")),
+    ("latency_stamps_read_as_nanoseconds", "include/rcubatch/detail/latency_histogram.hpp",  # x86: cycles
+     "      if (end.ticks <= origin_.ticks || end.ns <= origin_.ns) return 1.0;\n", "      return 1.0;\n",
+     au(r"request_latencies_are_in_nanoseconds_of_the_steady_clock")),
 ]
 
 

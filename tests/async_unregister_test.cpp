@@ -707,6 +707,51 @@ TEST_F(async_counting, waiting_from_a_hook_of_its_own_batch_is_diagnosed_not_a_d
   reclaimer.drain();  // manual, max_age an hour: unregister's wait would never see a batch due
 }
 
+// --- issue 35: a submit's bookkeeping without the reclaimer's mutex ----------------------------
+
+TEST_F(async_counting, the_bytes_threshold_is_due_again_in_every_generation) {
+  // A submit decides under the writer lock alone whether it crosses batch_bytes (the next
+  // crossing is kept ready and reset when a batch takes the generation): the batch after the
+  // first is due by bytes too, not only the first.
+  ledger book(6);
+  g_ledger = &book;
+  using hundred_registry = basic_registry<CF, std::mutex, hundred_byte_items>;
+  hundred_registry reg;
+  async_unregister reclaimer(reg, manual({.batch_count = 1'000'000, .batch_bytes = 200}));
+  std::vector<item*> all;
+  for (int i = 0; i < 6; ++i) all.push_back(add_item(reg, i));
+  for (int round = 0; round < 3; ++round) {
+    ASSERT_TRUE(reclaimer.submit(*all[static_cast<std::size_t>(2 * round)]));
+    EXPECT_EQ(reclaimer.run_if_due(), 0u) << "round " << round << ": 100 of 200 bytes, nothing due";
+    ASSERT_TRUE(reclaimer.submit(*all[static_cast<std::size_t>(2 * round + 1)]));
+    EXPECT_EQ(reclaimer.run_if_due(), 2u) << "round " << round << ": 200 bytes, due";
+  }
+  EXPECT_EQ(book.total_destroyed(), 6);
+  const async_stats st = reclaimer.stats();
+  EXPECT_EQ(st.batches, 3u);
+  EXPECT_EQ(st.pending_bytes_high_water, 200u) << "noted when each batch released its bytes";
+  EXPECT_EQ(st.pending_count_high_water, 2u) << "noted before each batch's end";
+}
+
+TEST_F(async_counting, request_latencies_are_in_nanoseconds_of_the_steady_clock) {
+  // Submits are stamped with a cycle counter where there is one, converted by the reclaimer's
+  // own steady_clock readings: a latency cannot exceed the steady_clock time around its submit
+  // and its batch (half again, for the conversion's error; a counter read as nanoseconds would be
+  // off by the clock rate, ~2.6 on this machine).
+  ledger book(1);
+  g_ledger = &book;
+  one_gp_registry reg;
+  async_unregister reclaimer(reg, manual());
+  item* it = add_item(reg, 0);
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(reclaimer.submit(*it));
+  EXPECT_EQ(reclaimer.run_now(), 1u);
+  const auto around = std::chrono::steady_clock::now() - t0;
+  const async_stats st = reclaimer.stats();
+  EXPECT_GT(st.latency_max.count(), 0);
+  EXPECT_LE(st.latency_max, around + around / 2);
+}
+
 // --- the latency histogram -----------------------------------------------------------------------
 
 TEST(async_histogram, quantiles_are_bucket_bounds_within_an_eighth) {

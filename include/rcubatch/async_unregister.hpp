@@ -18,7 +18,8 @@
 //
 // submit(obj), under the registry's writer lock: the policy's validate (may throw: nothing
 // changed), the budget's charge and the request's record, then its unlist — lookups miss obj
-// from the call on — and a ticket returned. It never waits for a grace period (it may wait for the writer lock, and
+// from the call on — and a ticket returned. The reclaimer's own mutex is not taken, except by
+// the submit that makes a batch due or starts the age timer (issue 35: reclaim_protocol.hpp). It never waits for a grace period (it may wait for the writer lock, and
 // for the memory budget, below). Everything else runs later, in a batch, on the reclaimer:
 // close_many, grace period #1, notify (cascades through batch::queue, any lane), batch_notify,
 // uninit (retire, retire_with), grace period #2 if anything was unlinked after #1, the ref
@@ -97,7 +98,9 @@
 // async_options::on_batch): requests combined, distinct submitting threads, the batch's
 // batch_stats; per reclaimer:
 // requests, batches, grace periods, p50/p99/max request→destroy latency (to the end of the
-// request's batch; a log2 histogram with 8 sub-buckets per octave: within 12.5 %), pending
+// request's batch; a log2 histogram with 8 sub-buckets per octave: within 12.5 %; a submit is
+// stamped with the CPU's cycle counter where there is one, x86, turned into nanoseconds against
+// this object's own steady_clock readings: detail/latency_histogram.hpp), pending
 // count/bytes now and their high-water marks, submitters blocked by the budget, refusals.
 //
 // try_submit(obj) and try_submit<Index>(key): the same, for requests that may race another
@@ -170,6 +173,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <new>
 #include <mutex>
@@ -363,6 +367,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     slots_.push_back(make_slot());
     slots_.push_back(make_slot());
     current_ = slots_.front().get();
+    open_generation(current_->requests, 0);
     if (options_.combine_registry_unregister) attach_to_registry();
     try {
       if (options_.mode == reclaim_mode::background_thread) thread_ = std::thread([this] { reclaimer_loop(); });
@@ -420,7 +425,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
   /// Blocking: the writer lock (never held by a batch through a grace period unless
   /// unlock_during_waits is off); the budget under over_budget::block. Never a grace period.
   template <class U>
-  unregister_ticket submit(U& obj) {
+  [[gnu::flatten]] unregister_ticket submit(U& obj) {
     return submit_request(obj, false, false).ticket;
   }
 
@@ -433,7 +438,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
   /// never registered (not_registered), registered in another registry (wrong_registry), inside
   /// a read-side section, by the writer lock's holder. Throws: as submit.
   template <class U>
-  submit_result try_submit(U& obj) {
+  [[gnu::flatten]] submit_result try_submit(U& obj) {
     return submit_request(obj, false, true);
   }
 
@@ -488,8 +493,11 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
   /// request (one round trip of m_ per submit; callgrind, issue 24: a separate reserve before the
   /// writer lock was a second one). Only when the budget is full does the caller leave the writer
   /// lock, block (or be refused) in reserve, and try again with its bytes charged ahead.
+  /// Flattened (everything it calls inlined but the out-of-line cold paths): the submit is one
+  /// function, without the calls and frames GCC otherwise leaves between its pieces (callgrind,
+  /// issue 35).
   template <class U>
-  submit_result submit_request(U& obj, bool caller_waits, bool lost_race_is_result) {
+  [[gnu::flatten]] submit_result submit_request(U& obj, bool caller_waits, bool lost_race_is_result) {
     constexpr std::size_t k = slot_of<U>();
     using T = object_at<k>;
     T& t = static_cast<T&>(obj);
@@ -497,18 +505,53 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     r.status = unregister_status::refused;
     if (!outside_read_section("submit") || !writer_lock_not_held("submit")) return r;
     std::size_t bytes = bytes_of<k>(t);
-    return with_budget_retry(bytes, [&](bool reserved, bool& no_room) {
-      return submit_locked<k>(t, bytes, reserved, caller_waits, lost_race_is_result, no_room);
-    });
+    {
+      // The first attempt, inline: nothing reserved yet, so nothing to release if it throws (the
+      // retry loop's frame and handler cost every submit ~40 instructions; callgrind, issue 35).
+      bool no_room = false;
+      std::unique_lock lock(registry_.writer_lock(), std::defer_lock);
+      lock_writer(lock);
+      r = submit_locked<k>(t, bytes, false, caller_waits, lost_race_is_result, no_room);
+      if (!no_room) [[likely]]
+        return r;
+    }
+    return submit_over_budget<k>(t, bytes, caller_waits, lost_race_is_result);
   }
 
-  /// Every submit's loop: `attempt(reserved, no_room)` under the writer lock; when it found the
-  /// budget full (no_room, nothing changed), `bytes` are charged ahead by reserve without the
-  /// lock (blocking, or refused: then attempt's refusal is the result) and it runs again with
-  /// reserved set. A reservation is released if attempt throws (attempt releases it otherwise).
+  /// Takes the writer lock for a submit, which checked that its thread does not hold it
+  /// (writer_lock_not_held): an uncontended try_lock first, without lock()'s second look at the
+  /// holder (a thread-id read and compare per submit); lock() when contended (offline while
+  /// waiting under qsbr, counted for yield_to_waiter).
+  template <class Lock>
+  void lock_writer(Lock& lock) {
+    if constexpr (requires { { lock.mutex()->try_lock() } -> std::convertible_to<bool>; }) {
+      if (lock.try_lock()) [[likely]]
+        return;
+    }
+    lock.lock();
+  }
+
+  /// submit_request after its first attempt found the budget full: out of line (rare).
+  template <std::size_t k>
+  [[gnu::noinline]] submit_result submit_over_budget(object_at<k>& t, std::size_t bytes, bool caller_waits,
+                                                     bool lost_race_is_result) {
+    if (!reserve(bytes)) {  // over_budget::refuse: nothing changed
+      submit_result r;
+      r.status = unregister_status::refused;
+      return r;
+    }
+    return with_budget_retry(bytes, [&](bool, bool& no_room) {
+      return submit_locked<k>(t, bytes, true, caller_waits, lost_race_is_result, no_room);
+    }, true);
+  }
+
+  /// The budget loop (try_submit by key; submit_over_budget): `attempt(reserved, no_room)` under
+  /// the writer lock; when it found the budget full (no_room, nothing changed), `bytes` are
+  /// charged ahead by reserve without the lock (blocking, or refused: then attempt's refusal is
+  /// the result) and it runs again with reserved set. A reservation is released if attempt throws
+  /// (attempt releases it otherwise). `reserved`: charged ahead already.
   template <class Attempt>
-  submit_result with_budget_retry(std::size_t& bytes, Attempt&& attempt) {
-    bool reserved = false;
+  submit_result with_budget_retry(std::size_t& bytes, Attempt&& attempt, bool reserved = false) {
     for (;;) {
       submit_result r;
       bool no_room = false;
@@ -558,9 +601,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
       throw;
     }
     // --- nothing below throws ---
-    const auto now = clock::now();
-    const recorded rec = record_request(g, bytes, reserved, now);
-    g.submit_times.push_back(now);
+    const std::uint64_t seq = record_request(g, bytes, reserved);
     g.objects.push_back(&static_cast<const detail::registrable_base&>(t));
     // Unlisted from its indexes, but left in its owner's list (owned.hpp), if any: a parent's batch
     // that runs before this object's takes it over (its notify queues it), so the parent never
@@ -568,11 +609,9 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     detail::hooks_of<policy_at<k>, T>{registry_.template policy<policy_at<k>>()}.unlist(t);
     detail::registrable_access::set_unlisted_early(t, true);  // whichever batch takes it skips unlist
     g.unlisted_before = registry_.domain().snapshot();
-    const bool wake_blocked = rec.wake_blocked;
-    if ((rec.wake && !caller_waits) || wake_blocked) work_cv_.notify_all();
-    if (wake_blocked) done_cv_.notify_all();  // a manual submitter blocked on the budget may run the batch
-    r.ticket = unregister_ticket(rec.seq, id_);
-    RCUBATCH_PROBE(async_submit, id_, rec.seq, bytes);
+    publish(g, seq, caller_waits);
+    r.ticket = unregister_ticket(seq, id_);
+    RCUBATCH_PROBE(async_submit, id_, seq, bytes);
     return r;
   }
 
@@ -600,70 +639,109 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
 
   /// Requires: the writer lock. The generation's per-request vectors have room for one more
   /// (geometric growth: their push_back in submit_locked cannot throw), its id is set, and the
-  /// calling thread is in its set of submitting threads. Throws: std::bad_alloc.
+  /// calling thread is in its set of submitting threads (its id was set when it became current_:
+  /// open_generation). Throws: std::bad_alloc.
   static void make_room_for_one(generation& g) {
-    if (g.submit_times.size() == g.submit_times.capacity()) {
+    if (g.submit_stamps.size() == g.submit_stamps.capacity()) [[unlikely]] {
       // objects first: if the second reserve throws, objects still has room wherever
-      // submit_times has (only submit_times' room is checked above).
-      const std::size_t room = std::max<std::size_t>(64, 2 * g.submit_times.capacity());
+      // submit_stamps has (only submit_stamps' room is checked above).
+      const std::size_t room = std::max<std::size_t>(64, 2 * g.submit_stamps.capacity());
       g.objects.reserve(room);
-      g.submit_times.reserve(room);
+      g.submit_stamps.reserve(room);
     }
-    if (g.id == 0) g.id = detail::g_next_generation_id.fetch_add(1, std::memory_order_relaxed);
     if (detail::t_last_submit_generation != g.id) {
       g.threads.insert(std::this_thread::get_id());
       detail::t_last_submit_generation = g.id;
     }
   }
 
-  /// Requires: the writer lock; `next` is empty (it becomes current_). Reserves next's per-request
-  /// vectors for as many requests as `taking` (the generation a batch takes now) had, so that the
-  /// next generation's submits do not grow them from 64 by doubling — a reallocation and a copy of
-  /// every earlier request per doubling, paid by submitters under the writer lock (callgrind,
-  /// issue 35: ~18 instructions per submit at W = 8). The allocation is the batch's, made once.
-  /// Best effort: out of memory, the submits grow them as before (and report bad_alloc there), so
-  /// a batch never fails for it. objects first, as in make_room_for_one.
-  static void make_room_like(generation& next, const generation& taking) noexcept {
-    const std::size_t n = taking.submit_times.size();
-    if (n <= next.submit_times.capacity()) return;
+  /// Requires: the writer lock (or the constructor); `next` is empty (it becomes current_).
+  /// Reserves next's per-request vectors for n requests (open_generation: as many as the
+  /// generation a batch takes now had, and at least kRoom's), so that the next generation's
+  /// submits do not grow them from 64 by doubling — a reallocation and a copy of every earlier
+  /// request per doubling, paid by submitters under the writer lock (callgrind, issue 35: ~18
+  /// instructions per submit at W = 8). The allocation is the batch's (or the constructor's),
+  /// made once. Best effort: out of memory, the submits grow them as before (and report bad_alloc
+  /// there), so a batch never fails for it. objects first, as in make_room_for_one.
+  /// Requires: as make_room_like. `next` gets its id (a submit compares it with the thread's last:
+  /// make_room_for_one) and room for n requests.
+  void open_generation(generation& next, std::size_t n) noexcept {
+    next.id = detail::g_next_generation_id.fetch_add(1, std::memory_order_relaxed);
+    make_room_like(next, std::max(n, std::min(2 * options_.batch_count, kRoom)));
+  }
+  static void make_room_like(generation& next, std::size_t n) noexcept {
+    if (n <= next.submit_stamps.capacity()) return;
     try {
       next.objects.reserve(n);
-      next.submit_times.reserve(n);
+      next.submit_stamps.reserve(n);
     } catch (const std::bad_alloc&) {
     }
   }
 
-  /// What record_request decided: the ticket, and whom the submit wakes.
-  struct recorded {
-    std::uint64_t seq;
-    bool wake;          // the first request, or a threshold crossed: the background thread
-    bool wake_blocked;  // a submitter blocked by the budget (it may run the batch, manual mode)
-  };
-  /// Requires: the writer lock. Under m_: charges `bytes` (unless `reserved`) and counts the
-  /// request in g. Nothing throws.
-  recorded record_request(generation& g, std::size_t bytes, bool reserved, clock::time_point now) noexcept {
-    std::scoped_lock state(m_);
+  /// Requires: the writer lock (every submit's bookkeeping is under it: issue 35, callgrind — the
+  /// reclaimer's m_ per submit was a lock and an unlock of ~57 instructions of a submit's ~740).
+  /// Charges `bytes` (unless `reserved`), counts them in g and stamps the request; returns its
+  /// ticket, published by publish() once its object is unlisted. Nothing throws.
+  std::uint64_t record_request(generation& g, std::size_t bytes, bool reserved) noexcept {
     if (!reserved) {
-      // The first look at the budget (submit_locked) was made without m_ but under the writer
-      // lock, which every other submit's charge is made under too: only reserve or a lone
-      // unregister's claim (under m_ alone) can have charged since, each within the budget or
-      // alone, so with this object (≤ the budget) the charge stays ≤ budget + one object — the
-      // file comment's bound. Looking again here would mean running validate a second time on
-      // the retry.
+      // The look at the budget (submit_locked) was made under the writer lock, which every
+      // other submit's charge is made under too: only reserve or a lone unregister's claim
+      // (under m_) can have charged since, each within the budget or alone, so with this object
+      // (≤ the budget) the charge stays ≤ budget + one object — the file comment's bound.
+      // Looking again here would mean running validate a second time on the retry.
       budget_.charge(bytes);
     }
-    const std::uint64_t seq = ++issued_;
     g.bytes += bytes;
-    if (pending() == 1) oldest_ = now;
-    high_water_count_ = std::max(high_water_count_, outstanding_count());
-    if (detail::t_running_batch_of == this) ++hook_submits_;
-    // Wake the reclaimer on the first request (it arms the age timer) and when a threshold is
-    // crossed, not on every request past it: a notify per submit costs more than the submit.
-    const bool wake = pending() == 1 || pending() == options_.batch_count ||
-                      (g.bytes >= options_.batch_bytes && g.bytes - bytes < options_.batch_bytes);
-    return recorded{seq, wake, blocked_now_ > 0};
+    g.submit_stamps.push_back(detail::stamp_clock::now());
+    return issued_.load(std::memory_order_relaxed) + 1;  // only submits store it, under the writer lock
   }
 
+  /// Requires: the writer lock; request `seq` recorded in g (current_: record_request) and its object
+  /// unlisted. Publishes it (issued_: waiters, drain, the thresholds see it) and wakes whom it
+  /// concerns. Most submits take no lock here: m_ only on a transition that someone waits on —
+  /// the first pending request (it starts the age timer: oldest_, and the clock is read for it
+  /// alone), a threshold crossed (the background thread runs the batch), a submit from this
+  /// reclaimer's own hook (drain chains on them) — and to wake a submitter blocked on the budget.
+  /// Why no wake-up is lost without m_: issued_ and taken_ change only under the writer lock
+  /// (held here), so this submit alone decides the transitions; a thread that decides to sleep
+  /// on what it read under m_ (the background thread's due(), a blocked submitter's pending())
+  /// either read before this publish — then this submit, on a transition, locks m_ before it
+  /// notifies, after that thread sleeps — or read after it. A submitter blocked on the budget is
+  /// counted in blocked_now_ before it looks at issued_, and this submit stores issued_ before it
+  /// loads blocked_now_ (both seq_cst): if it reads 0, the blocked one reads this request.
+  void publish(const generation& g, std::uint64_t seq, bool caller_waits) noexcept {
+    // Wake the reclaimer on the first request (it arms the age timer) and when a threshold is
+    // crossed, not on every request past it: a notify per submit costs more than the submit.
+    // The next such request and byte count are kept ready (transition_seq_, transition_bytes_),
+    // so that the others pay two compares.
+    const bool from_hook = detail::t_running_batch_of == this;
+    if (seq != transition_seq_ && g.bytes < transition_bytes_ && !from_hook) [[likely]] {
+      issued_.store(seq);
+      if (blocked_now_.load() == 0) [[likely]]
+        return;
+      { std::scoped_lock state(m_); }  // the blocked one is asleep, or has not looked yet (see above)
+      work_cv_.notify_all();
+      done_cv_.notify_all();  // a manual submitter blocked on the budget may run the batch
+      return;
+    }
+    const auto pending = static_cast<std::size_t>(seq - taken_);
+    const bool crossed = g.bytes >= transition_bytes_;
+    const bool wake = seq == transition_seq_ || crossed;
+    if (seq == transition_seq_)  // the first request, then the batch_count-th
+      transition_seq_ = pending < options_.batch_count ? taken_ + options_.batch_count : kNever;
+    if (crossed) transition_bytes_ = std::numeric_limits<std::size_t>::max();
+    bool wake_blocked = false;
+    {
+      std::scoped_lock state(m_);
+      issued_.store(seq);
+      if (pending == 1) oldest_ = clock::now();
+      if (crossed) bytes_due_ = true;
+      if (from_hook) ++hook_submits_;
+      wake_blocked = blocked_now_.load() > 0;
+    }
+    if ((wake && !caller_waits) || wake_blocked) work_cv_.notify_all();
+    if (wake_blocked) done_cv_.notify_all();
+  }
 
  public:
 
@@ -749,13 +827,13 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     {
       std::scoped_lock lock(m_);
       s = totals_;
-      s.submitted = issued_ + direct_completed_;
+      s.submitted = issued_.load() + direct_completed_;
       s.completed = completion_.completed() - parked_tickets() + direct_completed_;
       s.pending_count = outstanding_count();
       s.pending_bytes = budget_.charged();
-      s.pending_count_high_water = high_water_count_;
+      s.pending_count_high_water = std::max(high_water_count_, s.pending_count);
       s.pending_bytes_high_water = budget_.high_water();
-      s.blocked_now = blocked_now_;
+      s.blocked_now = blocked_now_.load();
       s.domain = registry_.domain().stats();
     }
     const detail::latency_recorder::summary l = latency_.read();
@@ -774,10 +852,10 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
  private:
   /// The per-request data of the requests pending in one of the two queue sets.
   struct generation {
-    std::vector<clock::time_point> submit_times;
+    std::vector<detail::stamp_clock::rep> submit_stamps;  // request i's submit (latency_histogram.hpp)
     std::vector<const detail::registrable_base*> objects;  // request i's object (ticket first + i)
     std::unordered_set<std::thread::id> threads;
-    std::uint64_t id = 0;  // set by its first submit, from g_next_generation_id; 0: none yet
+    std::uint64_t id = 0;  // from g_next_generation_id when it becomes current_ (open_generation)
     std::size_t bytes = 0;
     std::optional<gp_cookie> unlisted_before;  // taken after the last submit's unlist
   };
@@ -814,13 +892,26 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     }
   }
 
-  /// Requires: m_. Requests submitted and not yet taken by a batch; their bytes are
-  /// current_->requests.bytes (written under m_ too).
-  std::size_t pending() const noexcept { return static_cast<std::size_t>(issued_ - taken_); }
+  /// Every generation's least room (open_generation): twice batch_count — a generation passes
+  /// batch_count while the reclaimer is late to take it (callgrind, issue 35: 6,001 at W = 8;
+  /// a generation after a small batch grew from that batch's size, ~12 instructions per submit)
+  /// — at most 8,192 requests (128 KiB, allocated by the batch that opens the generation).
+  static constexpr std::size_t kRoom = 8192;
 
+  /// Requires: m_ or the writer lock. Requests submitted (published) and not yet taken by a
+  /// batch; their bytes are current_->requests.bytes (under the writer lock; bytes_due_ says
+  /// under m_ whether they reached batch_bytes).
+  std::size_t pending() const noexcept { return static_cast<std::size_t>(issued_.load() - taken_); }
+
+  /// Requires: m_. Requests not yet done (parked ones included), lone unregisters' too.
   std::size_t outstanding_count() const noexcept {
-    return static_cast<std::size_t>(issued_ - completion_.completed() + parked_tickets()) + direct_in_flight_;
+    return static_cast<std::size_t>(issued_.load() - completion_.completed() + parked_tickets()) + direct_in_flight_;
   }
+  /// Requires: m_. The high-water count, noted before every decrease of outstanding_count()
+  /// (a batch's end, a take-over's destroy, a parked batch finished, a lone unregister's end),
+  /// and in stats(): submits only raise it, and they take no m_ (publish), so its maximum is
+  /// reached just before a decrease or now.
+  void note_high_water_count() noexcept { high_water_count_ = std::max(high_water_count_, outstanding_count()); }
 
   /// The check of every member that waits for batches (all but submit and poll): not from a hook
   /// of this reclaimer's running batch, which would wait for itself — a deadlock.
@@ -872,11 +963,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
   }
 
   bool check_ticket(unregister_ticket t, const char* what) {
-    std::uint64_t issued;
-    {
-      std::scoped_lock lock(m_);
-      issued = issued_;
-    }
+    const std::uint64_t issued = issued_.load();  // a ticket handed out was published before
     if (t.owner_ == id_ && t.sequence_ != 0 && t.sequence_ <= issued) [[likely]]
       return true;
     detail::diag_text msg("async_unregister::");
@@ -969,8 +1056,8 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
   /// Requires: m_ held. A batch should start now (if none is running).
   bool due(clock::time_point now) const noexcept {
     if (pending() == 0) return false;
-    if (pending() >= options_.batch_count || current_->requests.bytes >= options_.batch_bytes) return true;
-    if (blocked_now_ > 0 || flush_through_ > taken_ || stop_) return true;
+    if (pending() >= options_.batch_count || bytes_due_) return true;
+    if (blocked_now_.load() > 0 || flush_through_ > taken_ || stop_) return true;
     return now >= age_deadline();
   }
   clock::time_point age_deadline() const noexcept { return std::max(oldest_, last_batch_end_) + options_.max_age; }
@@ -1093,7 +1180,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
         std::uint64_t target, chained;
         {
           std::scoped_lock lock(m_);
-          target = issued_;
+          target = issued_.load();
           chained = hook_submits_;
         }
         wait_until_completed(target, true);
@@ -1183,11 +1270,11 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
   bool claim_direct(std::size_t bytes) {
     std::scoped_lock lock(m_);
     note_came_back();
-    if (running_ || pending() != 0 || blocked_now_ != 0 || callers_away_ != 0 || !budget_.fits(bytes)) return false;
+    if (running_ || pending() != 0 || blocked_now_.load() != 0 || callers_away_ != 0 || !budget_.fits(bytes)) return false;
     running_ = true;
     budget_.charge(bytes);
     ++direct_in_flight_;
-    high_water_count_ = std::max(high_water_count_, outstanding_count());
+    note_high_water_count();
     return true;
   }
 
@@ -1252,6 +1339,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
         running_ = false;
         budget_.release(bytes);
       }
+      note_high_water_count();
       --direct_in_flight_;
       if (st != nullptr) {
         report.requests = 1;
@@ -1307,7 +1395,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     std::unique_lock writer(registry_.writer_lock());  // offline while waiting under qsbr
     queue_slot* const next = free_slot();                    // may allocate: before anything changes
     queue_slot& taking = *current_;
-    make_room_like(next->requests, taking.requests);          // best effort (never throws)
+    open_generation(next->requests, taking.requests.submit_stamps.size());  // best effort room (never throws)
     batch_range range;
     {
       std::scoped_lock lock(m_);
@@ -1316,8 +1404,12 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
         done_cv_.notify_all();
         return 0;
       }
-      range = batch_range{taken_, issued_, taking.requests.bytes, 0};
-      taken_ = issued_;
+      const std::uint64_t issued = issued_.load();  // every submit published (the writer lock)
+      range = batch_range{taken_, issued, taking.requests.bytes, 0};
+      taken_ = issued;
+      bytes_due_ = false;
+      transition_seq_ = issued + 1;
+      transition_bytes_ = options_.batch_bytes;
       current_ = next;
     }
     const auto requests = static_cast<std::size_t>(range.through - range.after);
@@ -1343,7 +1435,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
       note_parked_tickets(taking, taken, range.after);
       writer.release();  // parked: the engine left the lock released (run_after_grace_periods_or_park)
     }
-    latency_.add_since(clock::now(), taken.submit_times);
+    latency_.add_since(taken.submit_stamps);
     end_batch(range, lost, finished ? nullptr : &taking, report);
     return requests;
   }
@@ -1356,6 +1448,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     bool more = false;
     {
       std::scoped_lock lock(m_);
+      note_high_water_count();
       if (parked != nullptr) lot_.join(*parked);
       if (const std::uint64_t t = completion_.batch_ended(range.through, lost)) completed_to(t);
       last_batch_end_ = end;
@@ -1450,6 +1543,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
       std::unique_lock writer(registry_.writer_lock());  // offline while waiting under qsbr
       s.engine->finish_parked();
       state.lock();
+      note_high_water_count();
       it = lot_.leave(it);
       s.held.clear();
       s.busy = false;  // under the writer lock too (free_slot)
@@ -1492,6 +1586,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     bool wake = false;
     {
       std::scoped_lock lock(m_);
+      note_high_water_count();
       if (const std::uint64_t t = completion_.takeover_destroyed()) completed_to(t);
       wake = completion_.takeovers_open() == 0;  // waiters, and the destructor, may wait for it
     }
@@ -1586,14 +1681,23 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
   mutable std::mutex m_;
   std::condition_variable work_cv_;  // a batch may be due: the reclaimer (or a manual waiter)
   std::condition_variable done_cv_;  // a batch ended: waiters, blocked submitters
-  std::uint64_t issued_ = 0;         // last ticket issued
+  // Last ticket issued (published): stored by submits under the writer lock alone (publish), read
+  // anywhere; seq_cst against blocked_now_ (publish's comment).
+  std::atomic<std::uint64_t> issued_{0};
   std::uint64_t taken_ = 0;          // last ticket taken by a batch
   detail::ticket_completion completion_;  // which tickets are done (reclaim_protocol.hpp)
   std::uint64_t flush_through_ = 0;  // drain: batches are due until taken_ reaches it
   std::uint64_t hook_submits_ = 0;   // submits made from this reclaimer's own hooks
   detail::reclaim_budget budget_{options_.budget_bytes};  // bytes submitted, not destroyed or parked
   std::size_t high_water_count_ = 0;
-  std::size_t blocked_now_ = 0;
+  std::atomic<std::size_t> blocked_now_{0};  // changed under m_; read by submits without it (publish)
+  // Under the writer lock: the next request (ticket) and the generation's byte count at which a
+  // submit takes publish's transition path (the first request, then the batch_count-th;
+  // batch_bytes) — reset at the take. kNever: none left in this generation.
+  static constexpr std::uint64_t kNever = std::numeric_limits<std::uint64_t>::max();
+  std::uint64_t transition_seq_ = 1;
+  std::size_t transition_bytes_ = options_.batch_bytes;
+  bool bytes_due_ = false;  // current_'s bytes reached batch_bytes (set by the submit that crossed, cleared at the take: both under m_ and the writer lock)
   std::size_t direct_in_flight_ = 0;    // run_direct requests not yet destroyed (one holds the run; others gave it up on a holder)
   std::uint64_t direct_completed_ = 0;  // requests run_direct completed (they take no ticket)
   // The waiting path: running_, taken_ and completion_ (with the lot) decide whether a waiter is

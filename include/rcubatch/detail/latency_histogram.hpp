@@ -3,6 +3,14 @@
 // Fixed memory (512 counters) whatever the number of requests, so the reclaimer's bookkeeping
 // stays bounded; quantiles are bucket upper bounds, within 12.5 % (8 sub-buckets per octave),
 // capped by the exact maximum. Not thread-safe: async_unregister guards it with a mutex.
+//
+// Requests are stamped with stamp_clock, not steady_clock: a submit reads it under the writer
+// lock, and steady_clock::now (a vDSO call, a system call under valgrind) was ~30 of a submit's
+// ~740 instructions (callgrind, issue 35). On x86 it is the time-stamp counter (one instruction;
+// invariant — constant rate, synchronized across cores — on the CPUs this library runs on), turned
+// into nanoseconds per batch by latency_recorder, against steady_clock readings of its own: the
+// rate is measured over the recorder's whole life, so its error shrinks as it runs. Elsewhere it
+// is steady_clock's count (ns). The stamps are statistics only: no timer or ordering uses them.
 #pragma once
 
 #include <algorithm>
@@ -13,7 +21,27 @@
 #include <mutex>
 #include <vector>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#endif
+
 namespace rcubatch::detail {
+
+/// The submit stamps of an async_unregister's requests (see the file comment).
+struct stamp_clock {
+  using rep = std::uint64_t;
+#if defined(__x86_64__) || defined(__i386__)
+  static constexpr bool counts_ns = false;
+  static rep now() noexcept { return __rdtsc(); }
+#else
+  static constexpr bool counts_ns = true;
+  static rep now() noexcept {
+    return static_cast<rep>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                std::chrono::steady_clock::now().time_since_epoch())
+                                .count());
+  }
+#endif
+};
 
 /// A fixed log2 histogram of durations in ns: 64 octaves × 8 sub-buckets. Written here rather
 /// than taken from HdrHistogram: a header-only library takes no dependency for 40 lines, and the
@@ -81,18 +109,26 @@ class latency_recorder {
     h_.add(static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count()));
   }
 
-  /// Counts end − t for every t of `starts`. `starts` never decreases (each is stamped under the
-  /// writer lock, in submit order), so the latencies never increase and each bucket's requests
-  /// are one run, found by a binary search: O(buckets × log n) per batch instead of a histogram
-  /// update per request (callgrind, issue 24: that loop was ~20 instructions per object on the
+  /// Counts now − t for every stamp t of `starts` (stamp_clock). `starts` does not decrease
+  /// (each is stamped under the writer lock, in submit order; two stamps of different cores may
+  /// be inverted by the few cycles a time-stamp read can move, which moves a request at most to
+  /// a neighbouring bucket), so the latencies do not increase and each bucket's requests are one
+  /// run, found by a binary search: O(buckets × log n) per batch instead of a histogram update
+  /// per request (callgrind, issue 24: that loop was ~20 instructions per object on the
   /// reclaimer, for a batch whose requests all end together).
-  void add_since(clock::time_point end, const std::vector<clock::time_point>& starts) noexcept {
+  void add_since(const std::vector<stamp_clock::rep>& starts) noexcept {
+    const stamp_pair end = read_pair();
     std::scoped_lock lock(m_);
+    const double ns_per_tick = rate(end);
     for (auto it = starts.begin(); it != starts.end();) {
-      const auto ns = static_cast<std::uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(end - *it).count());
-      // The run: every later start no later than end − floor, whose latency is ≥ floor (and ≤ ns).
-      const auto floor = std::chrono::nanoseconds(static_cast<std::int64_t>(latency_histogram::bucket_floor(ns)));
-      const auto run_end = std::upper_bound(it + 1, starts.end(), end - floor);
+      const stamp_clock::rep ticks = end.ticks > *it ? end.ticks - *it : 0;
+      const auto ns = static_cast<std::uint64_t>(static_cast<double>(ticks) * ns_per_tick);
+      // The run: every later start no later than end − floor ticks, whose latency is ≥ the
+      // bucket's floor (and ≤ ns).
+      const auto floor_ticks = static_cast<stamp_clock::rep>(
+          static_cast<double>(latency_histogram::bucket_floor(ns)) / ns_per_tick);
+      const stamp_clock::rep last = end.ticks > floor_ticks ? end.ticks - floor_ticks : 0;
+      const auto run_end = std::upper_bound(it + 1, starts.end(), last);
       h_.add(ns, static_cast<std::uint64_t>(run_end - it));
       it = run_end;
     }
@@ -102,6 +138,8 @@ class latency_recorder {
   struct summary {
     std::chrono::nanoseconds p50{}, p99{}, max{};
   };
+  latency_recorder() noexcept : origin_(read_pair()) {}
+
   summary read() const noexcept {
     std::scoped_lock lock(m_);
     const auto ns = [](std::uint64_t v) { return std::chrono::nanoseconds(static_cast<std::int64_t>(v)); };
@@ -109,6 +147,32 @@ class latency_recorder {
   }
 
  private:
+  // A stamp and the steady_clock time it was read at (the midpoint of two readings around it).
+  struct stamp_pair {
+    std::int64_t ns;
+    stamp_clock::rep ticks;
+  };
+  static std::int64_t steady_ns() noexcept {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now().time_since_epoch()).count();
+  }
+  static stamp_pair read_pair() noexcept {
+    const std::int64_t before = steady_ns();
+    const stamp_clock::rep ticks = stamp_clock::now();
+    const std::int64_t after = steady_ns();
+    return stamp_pair{before + (after - before) / 2, ticks};
+  }
+  // Requires: m_. Nanoseconds per stamp tick, measured from construction to `end` (1 when the
+  // stamps count ns, or before the counter has advanced).
+  double rate(const stamp_pair& end) const noexcept {
+    if constexpr (stamp_clock::counts_ns) {
+      return 1.0;
+    } else {
+      if (end.ticks <= origin_.ticks || end.ns <= origin_.ns) return 1.0;
+      return static_cast<double>(end.ns - origin_.ns) / static_cast<double>(end.ticks - origin_.ticks);
+    }
+  }
+
+  const stamp_pair origin_;
   mutable std::mutex m_;
   latency_histogram h_;
 };

@@ -7,10 +7,16 @@
 // or parked, bytes were released, a taken-over object was destroyed, the lot was told or polled:
 // waiters, blocked submitters, the destructor).
 //
-//   Submitter (submit, try_submit; submit_locked): under the writer lock, queues the object in
-//     the current slot, charges its bytes if they fit (else: leaves the writer lock and waits in
-//     reserve — below), then under m_: ++issued, ++pending; notifies work_cv_ on the first
-//     request and when a threshold is crossed (and done_cv_ if a submitter is blocked); unlists.
+//   Submitter (submit, try_submit; submit_locked, publish): under the writer lock, queues the
+//     object in the current slot, charges its bytes if they fit (else: leaves the writer lock and
+//     waits in reserve — below), unlists, then publishes: ++issued (pending = issued − taken) —
+//     under m_ only on a transition (the first pending request, a threshold crossed, a submit
+//     from this reclaimer's hook), then notifies work_cv_; a submit that is no transition takes
+//     no m_ (issue 35: a lock round trip was ~57 of a submit's ~740 instructions) and changes no
+//     condition a sleeper waits on: every sleeper that looks at pending looks for pending > 0 or
+//     a threshold, which only a transition makes true (publish's comment; the model's submit,
+//     one step under m_, stands for both). If a submitter is blocked by the budget (blocked_now_,
+//     seq_cst against issued), it takes m_ and notifies work_cv_ and done_cv_ too.
 //   Budget-blocked submitter (reserve): under m_, while the bytes do not fit: in manual mode, if
 //     no batch runs and requests are pending, runs one itself (Batch, below); else sleeps on
 //     done_cv_. Woken by every release of bytes (batch end, park, unreserve).
