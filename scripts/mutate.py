@@ -193,7 +193,7 @@ MUTANTS = [
      "    if (!any_close_many && !any_edges && unlisted_before_) {",
      ("async_unregister_test", r"^async_unregister\.async_memb\.a_reader_inside_its_section_across_a_batch")),
     ("unregistering_state_skipped", RM,
-     "        access::set_state(*it, reg_state::unregistering);\n", "", W),
+     "    access::set_state(r, reg_state::unregistering);\n", "", W),
     ("retire_twice_not_checked", BA,
      "    if (node.is_linked()) {", "    if (false && node.is_linked()) {",
      ("batch_test", r"^batch\.")),
@@ -214,7 +214,7 @@ MUTANTS = [
             "every_object_is_destroyed_exactly_once_across_threads|"
             "a_new_object_at_a_reused_address_is_still_unlisted_by_its_batch")),
     ("batch_ignores_unlisted_early_mark", RM,
-     "if (!access::unlisted_early(*it)) [[likely]]", "if (true) [[likely]]",
+     "if (!access::unlisted_early(r)) [[likely]]", "if (true) [[likely]]",
      au("a_combined_batch_of_many_threads_costs_two_grace_periods|"
         "every_object_is_destroyed_exactly_once_across_threads|"
         "a_new_object_at_a_reused_address_is_still_unlisted_by_its_batch")),

@@ -12,6 +12,8 @@
 #include <random>
 #include <stdexcept>
 #include <thread>
+#include <type_traits>
+#include <vector>
 
 #include "support/counting.hpp"
 #include "support/flavors.hpp"
@@ -274,6 +276,173 @@ TEST_F(rollback_many_counting, unregister_one_is_a_batch_of_one_through_the_same
   EXPECT_EQ(s.grace_periods, 2u);
   EXPECT_EQ(log.front(), "close_many:0,");
   EXPECT_EQ(log.back(), "destroy:0");
+}
+
+// --- rollback_range: the queueing fused into the unlist pass (issue 36) --------------------------
+
+/// recording_policy without close_many: rollback_range queues and unlists each object in one step.
+/// Its unlist also records the state and dismantle flag each object has when its unlist runs.
+struct fused_policy {
+  recording_policy r;
+  void unlist(node& n) noexcept {
+    r.unlist(n);
+    if (n.state() != reg_state::registered || !n.dismantling()) r.record("unlist-in-wrong-state");
+  }
+  template <class B>
+  void notify(node& n, B& b) noexcept { r.notify(n, b); }
+  template <class B>
+  void batch_notify(B& b) noexcept { r.batch_notify(b); }
+  template <class B>
+  bool uninit(node& n, B& b) noexcept { return r.uninit(n, b); }
+  void destroy(node* n) noexcept { r.destroy(n); }
+};
+
+TEST_F(rollback_many_counting, rollback_range_unlists_each_object_as_it_queues_it_and_keeps_the_phase_order) {
+  fake::on_synchronize = [this] { log.push_back("GP"); };
+  auto nodes = make_registered(2);
+  auto dep = make_registered(1, 9);
+  nodes[1]->dependents = {dep[0]};
+  const batch_stats s = rollback_range(nodes, fused_policy{{.log = &log}}, domain);
+  const std::vector<std::string> expected{
+      "unlist:0", "unlist:1", "GP",                  // queued and unlisted in one walk
+      "notify:0", "notify:1",                        // round 1 queues 9
+      "unlist:9", "notify:9",                        // round 2, no GP in between
+      "batch_notify",
+      "uninit:0", "uninit:1", "uninit:9",            // join order
+      "GP",
+      "destroy:0", "destroy:9", "destroy:1"};        // 1 waits for its dependent 9
+  EXPECT_EQ(log, expected);
+  EXPECT_EQ(s.objects, 3u);
+  EXPECT_EQ(s.grace_periods, 2u);
+  EXPECT_EQ(s.skipped, 0u);
+}
+
+TEST_F(rollback_many_counting, rollback_range_with_close_many_shows_it_every_object_before_any_unlist) {
+  fake::on_synchronize = [this] { log.push_back("GP"); };
+  auto nodes = make_registered(3);
+  // Pointers through a projection, as from an index's slots.
+  std::vector<std::atomic<node*>> slots(nodes.size());
+  for (std::size_t i = 0; i < nodes.size(); ++i) slots[i].store(nodes[i]);
+  const batch_stats s = rollback_range(slots, [](const std::atomic<node*>& a) { return a.load(); },
+                                       recording_policy{.log = &log}, domain);
+  const std::vector<std::string> expected{
+      "close_many:0,1,2,", "unlist:0", "unlist:1", "unlist:2", "GP",
+      "notify:0", "notify:1", "notify:2", "batch_notify",
+      "uninit:0", "uninit:1", "uninit:2", "GP", "destroy:0", "destroy:1", "destroy:2"};
+  EXPECT_EQ(log, expected);
+  EXPECT_EQ(s.objects, 3u);
+}
+
+/// Both ways of rollback_range (fused, and queue-then-batch for a policy with close_many): an
+/// object that is not registered ends the range; the objects before it are torn down, it and the
+/// rest are left as they were, and it is diagnosed after the batch.
+template <class Policy>
+void refused_in_the_middle(std::vector<std::string>& log, grace_domain<fake>& domain, bool fused) {
+  auto nodes = make_registered(4);
+  node* const stranger = new node(7);  // never registered
+  std::vector<node*> range{nodes[0], nodes[1], stranger, nodes[2], nodes[3]};
+  Policy p;
+  if constexpr (std::is_same_v<Policy, fused_policy>) {
+    p.r.log = &log;
+  } else {
+    p.log = &log;
+  }
+  {
+    scoped_misuse_policy report(misuse_policy::report, quiet_reporter);
+    const unsigned long before = misuse_count(misuse_kind::not_registered);
+    const batch_stats s = rollback_range(range, p, domain);
+    EXPECT_EQ(misuse_count(misuse_kind::not_registered), before + 1) << "diagnosed";
+    EXPECT_EQ(s.objects, 2u);
+    EXPECT_EQ(s.skipped, 3u) << "the refused element and the two after it";
+    EXPECT_EQ(s.grace_periods, 2u);
+  }
+  EXPECT_EQ(std::count(log.begin(), log.end(), "destroy:0") + std::count(log.begin(), log.end(), "destroy:1"), 2);
+  for (const std::string& entry : log) {
+    EXPECT_EQ(entry.find(":2"), std::string::npos) << entry << ": an object after the refused one was touched";
+    EXPECT_EQ(entry.find(":7"), std::string::npos) << entry;
+  }
+  EXPECT_EQ(std::count(log.begin(), log.end(), "unlist-in-wrong-state"), 0);
+  for (node* n : {nodes[2], nodes[3]}) {
+    EXPECT_EQ(n->state(), reg_state::registered);
+    EXPECT_FALSE(n->dismantling());
+  }
+  EXPECT_EQ(stranger->state(), reg_state::uninitialized);
+  // Under throw_error the batch still runs for the objects before the refused one, then throws.
+  log.clear();
+  std::vector<node*> again{nodes[2], stranger, nodes[3]};
+  EXPECT_THROW(rollback_range(again, p, domain), misuse_error);
+  EXPECT_EQ(std::count(log.begin(), log.end(), "destroy:2"), 1) << (fused ? "fused" : "queue, then batch");
+  EXPECT_EQ(nodes[3]->state(), reg_state::registered);
+  delete stranger;
+  unregister_one(*nodes[3], recording_policy{}, domain);
+}
+
+TEST_F(rollback_many_counting, rollback_range_tears_down_the_objects_before_a_refused_one_and_diagnoses_it_after) {
+  refused_in_the_middle<fused_policy>(log, domain, true);
+}
+
+TEST_F(rollback_many_counting, rollback_range_with_close_many_also_stops_at_a_refused_object) {
+  refused_in_the_middle<recording_policy>(log, domain, false);
+}
+
+TEST_F(rollback_many_counting, rollback_range_whose_first_object_is_refused_changes_nothing) {
+  auto nodes = make_registered(2);
+  node* const stranger = new node(7);
+  std::vector<node*> range{stranger, nodes[0], nodes[1]};
+  {
+    scoped_misuse_policy report(misuse_policy::report, quiet_reporter);
+    const batch_stats s = rollback_range(range, fused_policy{{.log = &log}}, domain);
+    EXPECT_EQ(s.objects, 0u);
+    EXPECT_EQ(s.skipped, 3u);
+  }
+  EXPECT_TRUE(log.empty());
+  EXPECT_EQ(fake::synchronizes(), 0u);
+  for (node* n : nodes) {
+    EXPECT_EQ(n->state(), reg_state::registered);
+    EXPECT_FALSE(n->dismantling());
+    unregister_one(*n, recording_policy{}, domain);
+  }
+  delete stranger;
+}
+
+TEST_F(rollback_many_counting, rollback_range_refuses_a_null_pointer_and_an_object_named_twice) {
+  auto nodes = make_registered(3);
+  std::vector<node*> with_null{nodes[0], nullptr, nodes[1]};
+  EXPECT_THROW(rollback_range(with_null, fused_policy{{.log = &log}}, domain), std::invalid_argument);
+  EXPECT_EQ(std::count(log.begin(), log.end(), "destroy:0"), 1) << "the batch ran for the object before it";
+  EXPECT_EQ(nodes[1]->state(), reg_state::registered);
+  log.clear();
+  std::vector<node*> twice{nodes[1], nodes[1], nodes[2]};
+  {
+    scoped_misuse_policy report(misuse_policy::report, quiet_reporter);
+    const unsigned long before = misuse_count(misuse_kind::queued_in_other_queue);
+    const batch_stats s = rollback_range(twice, fused_policy{{.log = &log}}, domain);
+    EXPECT_EQ(misuse_count(misuse_kind::queued_in_other_queue), before + 1);
+    EXPECT_EQ(s.objects, 1u);
+    EXPECT_EQ(s.skipped, 2u);
+  }
+  EXPECT_EQ(std::count(log.begin(), log.end(), "destroy:1"), 1) << "once";
+  EXPECT_EQ(nodes[2]->state(), reg_state::registered);
+  unregister_one(*nodes[2], recording_policy{}, domain);
+}
+
+TEST_F(rollback_many_counting, rollback_range_is_refused_inside_a_read_section_with_nothing_queued) {
+  auto nodes = make_registered(3);
+  {
+    scoped_misuse_policy report(misuse_policy::report, quiet_reporter);
+    read_guard<fake> guard;
+    const batch_stats s = rollback_range(nodes, fused_policy{{.log = &log}}, domain);
+    EXPECT_TRUE(s.refused);
+  }
+  EXPECT_TRUE(log.empty());
+  EXPECT_EQ(fake::synchronizes(), 0u);
+  for (node* n : nodes) {
+    EXPECT_EQ(n->state(), reg_state::registered);
+    EXPECT_FALSE(n->dismantling());
+  }
+  unreg_queue<node> q;
+  EXPECT_TRUE(q.push_range(nodes)) << "no object was left in a queue";
+  rollback_many(q, recording_policy{}, domain);
 }
 
 // --- lock hygiene -------------------------------------------------------------------------------

@@ -241,9 +241,9 @@ template <class Flavor>
 result one_batch(registry& reg, rcubatch::grace_domain<Flavor>& domain, rcubatch::batch_stats& stats) {
   const auto before = domain.stats().grace_periods;
   const auto t0 = std::chrono::steady_clock::now();
-  rcubatch::unreg_queue<session> q;
-  q.push_range(reg.by_id, [](const auto& slot) { return slot.load(std::memory_order_relaxed); });
-  stats = rcubatch::rollback_many(q, session_policy{&reg}, domain);
+  // Every session the primary index holds, queued and unlisted in one walk (rollback_range).
+  stats = rcubatch::rollback_range(reg.by_id, [](const auto& slot) { return slot.load(std::memory_order_relaxed); },
+                                   session_policy{&reg}, domain);
   const std::chrono::duration<double> dt = std::chrono::steady_clock::now() - t0;
   const auto gp = stats.time_of(rcubatch::phase::grace_period_1) + stats.time_of(rcubatch::phase::grace_period_2);
   return {dt.count(), domain.stats().grace_periods - before, std::chrono::duration<double>(gp).count()};

@@ -79,8 +79,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <iterator>
+#include <functional>
 #include <limits>
 #include <optional>
+#include <ranges>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -345,22 +347,7 @@ class typed_lane : public lane_base {
               lock.yield_to_writers();
             }
           }
-          // Unlisted already when it was submitted to an async_unregister (registrable.hpp).
-          if (!access::unlisted_early(*it)) [[likely]]
-            hooks.unlist(access::downcast<T>(*it));
-          // Out of its owner's list (not skipped when unlisted early: a no-op if already out).
-          if constexpr (!std::is_void_v<Owner>) unlink_from_owner<Owner>(access::downcast<T>(*it));
-          // Membership edges (membership.hpp): a member leaves its groups, a group drops its edges.
-          if constexpr (kUnlinksEdges) {
-            membership_steps<Members>::leave_groups(access::downcast<T>(*it));
-            membership_steps<member_lists_t<P>>::drop_members(access::downcast<T>(*it), owner_batch());
-          }
-          access::set_state(*it, reg_state::unregistering);
-          // Unregistration begins: a sharded count becomes its single atomic (sharded_refs.hpp).
-          if constexpr (is_sharded_v<T>) sharded_access::run_down(access::downcast<T>(*it));
-          // From here no child can join its lists (add refuses a parent that is going away).
-          if constexpr (kNotifiesOnlyForChildren)
-            children = children || queue_children<owned_lists_t<P>>::any(access::downcast<T>(*it));
+          unlist_one(*it, hooks, children);
           last = it;
         }
         unlisted_ = last;
@@ -372,6 +359,31 @@ class typed_lane : public lane_base {
         walk(std::false_type{});
       }
     }); });
+  }
+
+  /// rollback_range's first pass (the policy has neither validate nor close_many): push_range's
+  /// checks and link and the unlist of each accepted object in one walk over the caller's range,
+  /// instead of a walk for the push and one over the queue for the unlist (issue 36). The unlist
+  /// runs as the object is queued, right before Boost links it into the lane's queue. Stops at
+  /// the first refused element and returns where it is (the objects before it stay queued and
+  /// unlisted: the batch goes on with them); nullopt when every element was taken.
+  template <class It, class S, class Proj>
+  std::optional<It> queue_and_unlist(It first, S last, Proj& proj, batch_stats& stats) noexcept {
+    static_assert(!hooks_type::has_validate && !hooks_type::has_close_many,
+                  "rcubatch: the fused walk skips validate and close_many");
+    timed(stats, phase::close, [] {});  // no close_many: the phase's entry, as close_and_unlist_new counts it
+    std::optional<It> refused;
+    timed(stats, phase::unlist, [&] {
+      hooks_type hooks = hooks_;
+      bool children = children_to_queue_;
+      auto step = [this, &hooks, &children](registrable_base& r) __attribute__((always_inline)) {
+        unlist_one(r, hooks, children);
+      };
+      refused = queue_access::link_range(queue_, first, last, proj, step);
+      if (!objects().empty()) unlisted_ = iterator(objects().last());
+      children_to_queue_ = children;
+    });
+    return refused;
   }
 
   /// notify (phase.hpp) for the objects unlisted since the last call (dependents they queue come later).
@@ -579,6 +591,27 @@ class typed_lane : public lane_base {
 
   iterator after(iterator pos) noexcept { return pos == objects().end() ? objects().begin() : std::next(pos); }
 
+  /// unlist (phase.hpp) for one object, with what every unlist does beside the policy's hook;
+  /// the walks keep the hooks and the children flag in locals (see close_and_unlist_new).
+  [[gnu::always_inline]] void unlist_one(registrable_base& r, hooks_type& hooks, bool& children) noexcept {
+    T& obj = access::downcast<T>(r);
+    // Unlisted already when it was submitted to an async_unregister (registrable.hpp).
+    if (!access::unlisted_early(r)) [[likely]]
+      hooks.unlist(obj);
+    // Out of its owner's list (not skipped when unlisted early: a no-op if already out).
+    if constexpr (!std::is_void_v<Owner>) unlink_from_owner<Owner>(obj);
+    // Membership edges (membership.hpp): a member leaves its groups, a group drops its edges.
+    if constexpr (kUnlinksEdges) {
+      membership_steps<Members>::leave_groups(obj);
+      membership_steps<member_lists_t<P>>::drop_members(obj, owner_batch());
+    }
+    access::set_state(r, reg_state::unregistering);
+    // Unregistration begins: a sharded count becomes its single atomic (sharded_refs.hpp).
+    if constexpr (is_sharded_v<T>) sharded_access::run_down(obj);
+    // From here no child can join its lists (add refuses a parent that is going away).
+    if constexpr (kNotifiesOnlyForChildren) children = children || queue_children<owned_lists_t<P>>::any(obj);
+  }
+
   /// Runs pass(ahead) with the look-ahead a pass from `first` has: the order hint's when the lane
   /// has one and the pass starts at its first object, else the chain cursor (prefetcher). The
   /// choice is made once per pass: each kind gets its own copy of the pass's loop.
@@ -719,6 +752,41 @@ class rollback_engine {
     start_running();
     RCUBATCH_PROBE(batch_start, stats_.batch_id, batch_.size());
     close_and_unlist();
+    after_unlist();
+    return true;
+  }
+
+  /// rollback_range's batch (one lane, whose policy has neither validate nor close_many): the
+  /// phases of run(), with the queueing of [first, last) fused into the unlist pass.
+  /// note_refused(it): called with the element the walk stopped at, if it stopped (every element
+  /// before it is torn down), before any grace period. Returns the stats.
+  template <class It, class S, class Proj, class Note>
+  batch_stats run_range(It first, S last, Proj& proj, Note&& note_refused) {
+    static_assert(kLanes == 1);
+    start_ = clock::now();
+    if (in_read_section<Flavor>()) return refuse_in_read_section();
+    stats_.batch_id = g_next_batch_id.fetch_add(1, std::memory_order_relaxed);
+    if (first == last) return finish(start_);
+
+    // --- point of no return ---
+    start_running();
+    RCUBATCH_PROBE(batch_start, stats_.batch_id, std::ranges::distance(first, last));
+    const std::optional<It> refused = static_cast<lane_first&>(lanes_).queue_and_unlist(first, last, proj, stats_);
+    if (refused) [[unlikely]]
+      note_refused(*refused);  // now, while the refused element is as the caller left it
+    if (all_queues_empty()) {  // the first element was refused: nothing changed
+      each([](auto& l) { l.finish(); });
+      return finish(start_);
+    }
+    after_unlist();
+    return run_after_grace_periods(false);
+  }
+
+ private:
+  using lane_first = std::tuple_element_t<0, std::tuple<Lanes...>>;
+
+  /// The phases from grace period #1 to the last grace period (run_through_grace_periods).
+  void after_unlist() noexcept {
     grace_period_1();
     notify_rounds();
     batch_notify();
@@ -726,8 +794,9 @@ class rollback_engine {
     if (needs_grace_period_2(unlinked)) grace_period_2();
 
     stats_.objects = batch_.size();
-    return true;
   }
+
+ public:
 
   /// Gives the writer lock up for good, after run_through_grace_periods, when the rest of the
   /// batch runs on another thread (deferred_destroy.hpp): that thread must not release a lock
@@ -1032,6 +1101,48 @@ constexpr bool distinct_types() {
   }
 }
 
+/// The one object type of rollback_range's range: the registrable<T> base of what proj(*it) names.
+template <class R, class Proj>
+using range_object_t =
+    registrable_type_t<std::remove_pointer_t<std::remove_cvref_t<std::indirect_result_t<Proj&, std::ranges::iterator_t<R>>>>>;
+
+template <class T, class Policy, class Flavor, class It, class S, class Proj>
+batch_stats run_range(It first, S last, Proj& proj, Policy& policy, grace_domain<Flavor>& domain,
+                      const rollback_options& opts) {
+  unreg_queue<T> q;
+  lane_ref<T, Policy> l{q, policy};
+  // The refused element, as it was when the walk stopped there (after the batch the object a
+  // duplicate names is gone, so it is not read again).
+  struct refusal {
+    const registrable_base* obj = nullptr;
+    const queue_base* owner = nullptr;
+    std::size_t index = 0, left = 0;
+  };
+  std::optional<refusal> refused;
+  auto note = [&](It at) {
+    const registrable_base* const r = queue_access::base_of<T>(std::invoke(proj, *at));
+    refused = refusal{r, r == nullptr ? nullptr : registrable_access::owner(*r),
+                      static_cast<std::size_t>(std::ranges::distance(first, at)),
+                      static_cast<std::size_t>(std::ranges::distance(at, last))};
+  };
+  batch_stats stats;
+  using hooks = policy_hooks<Policy, T>;
+  if constexpr (!hooks::has_validate && !hooks::has_close_many) {
+    engine_for<Flavor, lane_ref<T, Policy>> engine(domain, opts, {}, l);
+    stats = engine.run_range(first, last, proj, note);
+  } else {
+    // validate (which may throw) and close_many see every object first: queue, then the batch.
+    auto no_step = [](registrable_base&) noexcept {};
+    if (const std::optional<It> at = queue_access::link_range(q, first, last, proj, no_step)) note(*at);
+    stats = run_lanes(domain, opts, {}, l);
+  }
+  if (refused && !stats.refused) {
+    stats.skipped = refused->left;
+    queue_access::refuse_in_range(q, refused->obj, refused->owner, refused->index);
+  }
+  return stats;
+}
+
 template <class Flavor, class... T, class... P>
 batch_stats run_specs(grace_domain<Flavor>& d, const rollback_options& o, const batch_context& ctx,
                       lane_spec<T, P>&... specs) {
@@ -1086,6 +1197,37 @@ batch_stats rollback_many(grace_domain<Flavor>& domain, unlock_during_waits<Lock
                           const rollback_options& opts, lane_spec<T, P>... lanes) {
   static_assert(detail::distinct_types<T...>(), "rcubatch: rollback_many: each object type may have one lane only");
   return detail::run_specs(domain, opts, detail::writer_lock_ref::make<Flavor>(lock.lock, detail::lock_release::grace_periods), lanes...);
+}
+
+/// Effects: unregisters the objects proj(*it) names in `objects` (objects, or pointers to them,
+/// of one type T: T or derived from the registrable<T> base) as one batch, in the range's order:
+/// what push_range into a fresh unreg_queue followed by rollback_many does, in one call. When the
+/// policy has neither validate nor close_many (hooks that must see every object before any is
+/// unlisted), each object is checked, queued and unlisted in the same step of one walk over the
+/// range, a walk over the objects less than the two calls (issue 36: the teardown demo's batch
+/// 203 → 185 instructions per object; bench/RESULTS.md).
+/// Misuse: an element push_range would refuse (not registered, already going away, in a queue,
+/// named twice, a null pointer) ends the range there: the objects before it are torn down by this
+/// batch, it and the ones after it are left as they were (stats.skipped counts them). It is
+/// diagnosed as push_range diagnoses it, after the batch: misuse_error (throw_error) or
+/// std::invalid_argument (a null pointer) is thrown then, the batch done.
+/// Requires: as rollback_many; proj, and the range's iteration, do not throw.
+/// Throws: as rollback_many (what validate throws: nothing changed); and as said under Misuse.
+/// Blocking, complexity: as rollback_many.
+template <std::ranges::forward_range R, class Policy, class Flavor>
+batch_stats rollback_range(R&& objects, Policy&& policy, grace_domain<Flavor>& domain, const rollback_options& opts = {}) {
+  using T = detail::range_object_t<R, std::identity>;
+  std::identity proj;
+  return detail::run_range<T>(std::ranges::begin(objects), std::ranges::end(objects), proj, policy, domain, opts);
+}
+
+/// As above, with proj before the policy: rollback_range(range, proj, policy, domain[, opts]).
+template <std::ranges::forward_range R, class Proj, class Policy, class Flavor>
+  requires std::invocable<Proj&, std::ranges::range_reference_t<R>>
+batch_stats rollback_range(R&& objects, Proj proj, Policy&& policy, grace_domain<Flavor>& domain,
+                           const rollback_options& opts = {}) {
+  using T = detail::range_object_t<R, Proj>;
+  return detail::run_range<T>(std::ranges::begin(objects), std::ranges::end(objects), proj, policy, domain, opts);
 }
 
 /// Effects: unregisters one object (of type U, or derived from its registrable base) through the

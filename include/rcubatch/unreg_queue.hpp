@@ -189,9 +189,8 @@ class unreg_queue : private detail::queue_base {
       return false;
     }
     const typename list_type::iterator before = list().empty() ? list().before_begin() : list().last();
-    std::optional<It> refused;  // where the end test stopped at a refused object
-    list().insert_after(before, checking_iterator<It, S, Proj>{first, &last, &proj, this, &refused},
-                        checking_iterator<It, S, Proj>{});
+    no_step step;
+    const std::optional<It> refused = link_range(before, first, last, proj, step);  // where it stopped, if refused
     if (refused) [[unlikely]] {
       const detail::registrable_base* const r = base_of(std::invoke(proj, **refused));
       const detail::queue_base* const seen_owner = r == nullptr ? nullptr : access::owner(*r);
@@ -224,13 +223,39 @@ class unreg_queue : private detail::queue_base {
     }
   }
 
+  /// link_range's step for push_range: nothing beyond the link.
+  struct no_step {
+    void operator()(detail::registrable_base&) const noexcept {}
+  };
+
+  /// Links the objects of [first, last) at the tail, checking each as push_range says, and calls
+  /// step(obj) for each accepted object right before Boost links it (rollback_range's fused walk
+  /// unlists it there: rollback_many.hpp). Stops at the first refused element and returns where
+  /// it is, the accepted prefix linked (the list whole); nullopt when every element was accepted.
+  /// Does not test for a running batch (rollback_range links into its own running queue).
+  template <class It, class S, class Proj, class Step>
+  std::optional<It> link_range(It first, S last, Proj& proj, Step& step) {
+    typename list_type::iterator before = list().before_begin();
+    if (!list().empty()) before = list().last();
+    return link_range(before, first, last, proj, step);
+  }
+  /// link_range after `before`, the list's last node (its before_begin() when empty).
+  template <class It, class S, class Proj, class Step>
+  std::optional<It> link_range(typename list_type::iterator before, It first, S last, Proj& proj, Step& step) {
+    std::optional<It> refused;
+    list().insert_after(before, checking_iterator<It, S, Proj, Step>{first, &last, &proj, this, &refused, &step},
+                        checking_iterator<It, S, Proj, Step>{});
+    return refused;
+  }
+
   /// push_range's view of the caller's range for Boost's insert_after: yields the objects'
-  /// registrable bases, marking each owned by this queue as Boost links it; its end test
+  /// registrable bases, marking each owned by this queue as Boost links it (and running the
+  /// caller's step on it); its end test
   /// (Boost's `f != l`, once per element, right before `*f`) checks the next object and ends the
   /// range at a refused one, so that Boost leaves the list whole (header written) with the
   /// accepted prefix linked. The mark is how an object named twice is caught. A
   /// default-constructed one is the end.
-  template <class It, class S, class Proj>
+  template <class It, class S, class Proj, class Step>
   struct checking_iterator {
     using iterator_category = std::forward_iterator_tag;
     using value_type = detail::registrable_base;
@@ -242,12 +267,14 @@ class unreg_queue : private detail::queue_base {
     Proj* proj = nullptr;
     unreg_queue* queue = nullptr;
     std::optional<It>* refused = nullptr;
+    Step* step = nullptr;
     // The object the last end test accepted (Boost dereferences right after it): the element is
     // read and projected once.
     mutable detail::registrable_base* current = nullptr;
 
     reference operator*() const {
       access::set_owner(*current, queue);
+      (*step)(*current);
       return *current;
     }
     checking_iterator& operator++() {
@@ -379,6 +406,23 @@ struct queue_access {
   static void remove_from_owner(registrable_base& r) noexcept {
     registrable_access::erase(registrable_access::list_of(*registrable_access::owner(r)), r);
     registrable_access::set_owner(r, nullptr);
+  }
+  /// rollback_range (rollback_many.hpp): push_range's checks and link, with `step` run on each
+  /// accepted object, into a queue whose batch runs; stops at a refused element (returned).
+  template <class T, class It, class S, class Proj, class Step>
+  static std::optional<It> link_range(unreg_queue<T>& q, It first, S last, Proj& proj, Step& step) {
+    return q.link_range(first, last, proj, step);
+  }
+  /// The registrable base of a range element (nullptr for a null pointer), as push_range sees it.
+  template <class T, class E>
+  static registrable_base* base_of(E&& e) noexcept {
+    return unreg_queue<T>::base_of(std::forward<E>(e));
+  }
+  /// push_range's diagnosis of a refused element (throws std::invalid_argument for a null one).
+  template <class T>
+  static bool refuse_in_range(unreg_queue<T>& q, const registrable_base* r, const queue_base* seen_owner,
+                              std::size_t index) {
+    return q.refuse_in_range(r, seen_owner, index);
   }
 };
 }  // namespace detail
