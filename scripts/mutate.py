@@ -755,6 +755,36 @@ MUTANTS += [  # issue 35, submit's cost (branch r35-submit; each killed by hand,
 ]
 
 
+def rr(regex):
+    """A rollback_range test of tests/rollback_many_test.cpp (issue 36, r36-teardown) by its name."""
+    return ("rollback_many_test", r"^rollback_many\.rollback_many_counting\.rollback_range_(" + regex + ")$")
+
+
+MUTANTS += [  # issue 36 (r36-teardown): rollback_range's fused walk (each killed by hand, 2026-12-05)
+    ("fused_walk_queues_without_unlisting", RM,
+     "        unlist_one(r, hooks, children);\n", "        static_cast<void>(r);\n",
+     rr("unlists_each_object_as_it_queues_it_and_keeps_the_phase_order")),
+    ("range_refusal_not_diagnosed", RM,
+     "    queue_access::refuse_in_range(q, refused->obj, refused->owner, refused->index);\n", "",
+     rr("tears_down_the_objects_before_a_refused_one_and_diagnoses_it_after")),
+    ("range_refusal_not_counted_as_skipped", RM,
+     "    stats.skipped = refused->left;\n", "",
+     rr("whose_first_object_is_refused_changes_nothing")),
+    ("range_refusal_in_the_queue_then_batch_way_not_noted", RM,
+     "if (const std::optional<It> at = queue_access::link_range(q, first, last, proj, no_step)) note(*at);",
+     "queue_access::link_range(q, first, last, proj, no_step);",
+     rr("with_close_many_also_stops_at_a_refused_object")),
+    ("range_with_its_first_object_refused_runs_a_batch_anyway", RM,
+     "    if (all_queues_empty()) {  // the first element was refused: nothing changed\n",
+     "    if (false) {\n",
+     rr("whose_first_object_is_refused_changes_nothing")),
+    ("range_in_a_read_section_queued_anyway", RM,
+     "    if (in_read_section<Flavor>()) return refuse_in_read_section();\n    stats_.batch_id",
+     "    stats_.batch_id",
+     rr("is_refused_inside_a_read_section_with_nothing_queued")),
+]
+
+
 # Last: every MUTANTS += above is in the list main() runs (a block appended after this line is not).
 if __name__ == "__main__":
     main()
