@@ -193,7 +193,7 @@ MUTANTS = [
      "    if (!any_close_many && !any_edges && unlisted_before_) {",
      ("async_unregister_test", r"^async_unregister\.async_memb\.a_reader_inside_its_section_across_a_batch")),
     ("unregistering_state_skipped", RM,
-     "    access::set_state(r, reg_state::unregistering);\n", "", W),
+     "      access::set_state(r, reg_state::unregistering);\n", "", W),
     ("retire_twice_not_checked", BA,
      "    if (node.is_linked()) {", "    if (false && node.is_linked()) {",
      ("batch_test", r"^batch\.")),
@@ -214,7 +214,7 @@ MUTANTS = [
             "every_object_is_destroyed_exactly_once_across_threads|"
             "a_new_object_at_a_reused_address_is_still_unlisted_by_its_batch")),
     ("batch_ignores_unlisted_early_mark", RM,
-     "if (!access::unlisted_early(r)) [[likely]]", "if (true) [[likely]]",
+     "if (fresh || !access::unlisted_early(r)) [[likely]]", "if (true) [[likely]]",
      au("a_combined_batch_of_many_threads_costs_two_grace_periods|"
         "every_object_is_destroyed_exactly_once_across_threads|"
         "a_new_object_at_a_reused_address_is_still_unlisted_by_its_batch")),
@@ -762,7 +762,7 @@ def rr(regex):
 
 MUTANTS += [  # issue 36 (r36-teardown): rollback_range's fused walk (each killed by hand, 2026-12-05)
     ("fused_walk_queues_without_unlisting", RM,
-     "        unlist_one(r, hooks, children);\n", "        static_cast<void>(r);\n",
+     "        unlist_one<true>(r, hooks, children);\n", "        static_cast<void>(r);\n",
      rr("unlists_each_object_as_it_queues_it_and_keeps_the_phase_order")),
     ("range_refusal_not_diagnosed", RM,
      "    queue_access::refuse_in_range(q, refused->obj, refused->owner, refused->index);\n", "",

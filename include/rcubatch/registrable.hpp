@@ -288,6 +288,10 @@ struct registrable_access {
     const unsigned char keep = o.state_.load(std::memory_order_relaxed) & registrable_base::kHasTied;
     o.state_.store(static_cast<unsigned char>(keep | static_cast<unsigned char>(s)), std::memory_order_release);
   }
+  /// set_state for an object known to carry neither flag (has-tied, unlisted-early): a store.
+  static void set_flagless_state(registrable_base& o, reg_state s) noexcept {
+    o.state_.store(static_cast<unsigned char>(s), std::memory_order_release);
+  }
   /// Whether it was unlisted before its batch (async_unregister::submit); cleared by set_state.
   static bool unlisted_early(const registrable_base& o) noexcept {
     return (o.state_.load(std::memory_order_relaxed) & registrable_base::kUnlistedEarly) != 0;
