@@ -281,7 +281,8 @@ TEST_F(rollback_many_counting, unregister_one_is_a_batch_of_one_through_the_same
 // --- rollback_range: the queueing fused into the unlist pass (issue 36) --------------------------
 
 /// recording_policy without close_many: rollback_range queues and unlists each object in one step.
-/// Its unlist also records the state and dismantle flag each object has when its unlist runs.
+/// It also records an object whose state or dismantle flag is not what its unlist and notify
+/// must see (registered and dismantling; unregistering).
 struct fused_policy {
   recording_policy r;
   void unlist(node& n) noexcept {
@@ -289,7 +290,10 @@ struct fused_policy {
     if (n.state() != reg_state::registered || !n.dismantling()) r.record("unlist-in-wrong-state");
   }
   template <class B>
-  void notify(node& n, B& b) noexcept { r.notify(n, b); }
+  void notify(node& n, B& b) noexcept {
+    if (n.state() != reg_state::unregistering) r.record("notify-in-wrong-state");
+    r.notify(n, b);
+  }
   template <class B>
   void batch_notify(B& b) noexcept { r.batch_notify(b); }
   template <class B>
