@@ -8,6 +8,9 @@
 //   valgrind --tool=callgrind --cache-sim=yes /tmp/teardown_passes 10000 5   # instructions per way
 //   /tmp/teardown_passes 10000 101 time reader   # ns per object per pass, medians; a busy reader on CPU 1
 //
+// The batch is rollback_range (the queueing fused into the unlist pass: push reads 0, unlist
+// includes it); built with -DTWO_CALLS, push_range then rollback_many as before issue 36's fusion.
+//
 // The per-pass instruction counts in bench/RESULTS.md ("Fewer passes") come from callgrind with the
 // pass functions of typed_lane (close_and_unlist_new, uninit_all, drain_scan) marked noinline in a
 // copy of the headers; they run once per batch, so that changes no per-object code.

@@ -23,7 +23,10 @@
 // their destroy. Hooks must therefore only unlink and retire, never free directly — which is the
 // rule for every hook anyway. That is what keeps a cascade of any depth at two grace periods.
 //
-// A single unregister (unregister_one) is a batch of one through the same code.
+// A single unregister (unregister_one) is a batch of one through the same code. rollback_range
+// (below) is push_range and rollback_many in one call, over the caller's range of objects or
+// pointers: when the policy has neither validate nor close_many, each object is checked, queued
+// and unlisted in one step of one walk over the range (issue 36).
 //
 // Memory ordering. For any reader section R of the domain's flavor and any object X of the batch:
 // if R began before the unlink that unpublished X (unlist for X; a hook's unlink for a retiree),
@@ -66,9 +69,11 @@
 // Passes that have nothing to do cost nothing (issue 36): no validate, notify, batch_notify or
 // uninit pass without its hook; an owning<> policy's notify pass runs only in a round where an
 // object has a child to queue (the unlist pass notes it); the drain is one walk that destroys
-// every object nobody holds as it meets it. Per object, at 10^4 (callgrind, the demo's layout):
-// 218 instructions against the floor's 160 (250 / 166 before issue 36's changes to the drain's
-// walk, the look-ahead and registrable's destructor; bench/RESULTS.md, "Fewer passes").
+// every object nobody holds as it meets it. Per object, at 10^4 (callgrind, the demo's layout,
+// bench/teardown_passes.cpp): rollback_range 188 instructions against the floor's 156; push_range
+// then rollback_many 203 (250 / 166 before issue 36's changes to the drain's walk, the look-ahead
+// and registrable's destructor; bench/RESULTS.md, "Fewer passes" and "One walk for the queue and
+// the unlist").
 // bench/RESULTS.md compares it with call_rcu, libcds and DPDK.
 #pragma once
 
@@ -1228,8 +1233,7 @@ batch_stats rollback_many(grace_domain<Flavor>& domain, unlock_during_waits<Lock
 /// policy has neither validate nor close_many (hooks that must see every object before any is
 /// unlisted), each object is checked, queued and unlisted in the same step of one walk over the
 /// range, a walk over the objects less than the two calls (issue 36: the teardown demo's batch
-/// 203 → 194 instructions per object, and the walk's time per object about halved;
-/// bench/RESULTS.md). A contiguous range of T* taken without a projection (a std::vector<T*>)
+/// 203 → 188 instructions per object; bench/RESULTS.md). A contiguous range of T* taken without a projection (a std::vector<T*>)
 /// is also the batch's order hint: its later passes prefetch through it, as
 /// registry::unregister_many's do.
 /// Misuse: an element push_range would refuse (not registered, already going away, in a queue,
