@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <functional>
 #include <latch>
 #include <mutex>
 #include <random>
@@ -335,6 +336,19 @@ TEST_F(rollback_many_counting, rollback_range_with_close_many_shows_it_every_obj
       "uninit:0", "uninit:1", "uninit:2", "GP", "destroy:0", "destroy:1", "destroy:2"};
   EXPECT_EQ(log, expected);
   EXPECT_EQ(s.objects, 3u);
+}
+
+TEST_F(rollback_many_counting, rollback_range_takes_objects_by_reference_through_a_projection) {
+  auto nodes = make_registered(3);
+  std::vector<std::reference_wrapper<node>> refs;
+  for (node* n : nodes) refs.emplace_back(*n);
+  std::atomic<int> destroyed{0};
+  const batch_stats s = rollback_range(refs, [](std::reference_wrapper<node> r) -> node& { return r.get(); },
+                                       fused_policy{{.log = &log, .destroyed = &destroyed}}, domain);
+  EXPECT_EQ(s.objects, 3u);
+  EXPECT_EQ(destroyed.load(), 3);
+  const std::vector<std::string> unlists(log.begin(), log.begin() + 3);
+  EXPECT_EQ(unlists, (std::vector<std::string>{"unlist:0", "unlist:1", "unlist:2"})) << "in the range's order";
 }
 
 /// Both ways of rollback_range (fused, and queue-then-batch for a policy with close_many): an
