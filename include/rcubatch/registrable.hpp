@@ -132,7 +132,8 @@ class registrable_base : private counted_base {
 
   /// Effects: true from the moment its batch starts (when the batch marks dismantling:
   /// rollback_options::mark_dismantle), and stays true once it is released. Derived through the
-  /// object's queue while its batch runs: the whole batch turns it on at once.
+  /// object's queue while its batch runs: the whole batch turns it on at once (rollback_range's,
+  /// for each object as its walk reaches it, before its unlist).
   /// Thread safety: the thread running the batch, or a holder of a reference to the object (the
   /// queue it reads outlives the batch's objects); not a bare reader.
   bool dismantling() const noexcept;

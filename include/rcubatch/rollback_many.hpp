@@ -1233,9 +1233,11 @@ batch_stats rollback_many(grace_domain<Flavor>& domain, unlock_during_waits<Lock
 /// policy has neither validate nor close_many (hooks that must see every object before any is
 /// unlisted), each object is checked, queued and unlisted in the same step of one walk over the
 /// range, a walk over the objects less than the two calls (issue 36: the teardown demo's batch
-/// 203 → 188 instructions per object; bench/RESULTS.md). A contiguous range of T* taken without a projection (a std::vector<T*>)
-/// is also the batch's order hint: its later passes prefetch through it, as
-/// registry::unregister_many's do.
+/// 203 → 188 instructions per object; bench/RESULTS.md). An object joins the batch as the walk
+/// reaches it: its dismantle flag turns on then, before its unlist (with the two calls, at the
+/// batch's start), as if it had been pushed a moment later. A contiguous range of T* taken
+/// without a projection (a std::vector<T*>) is also the batch's order hint: its later passes
+/// prefetch through it, as registry::unregister_many's do.
 /// Misuse: an element push_range would refuse (not registered, already going away, in a queue,
 /// named twice, a null pointer) ends the range there: the objects before it are torn down by this
 /// batch, it and the ones after it are left as they were (stats.skipped counts them). It is
