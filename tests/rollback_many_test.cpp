@@ -352,10 +352,10 @@ TEST_F(rollback_many_counting, rollback_range_takes_objects_by_reference_through
 }
 
 /// Both ways of rollback_range (fused, and queue-then-batch for a policy with close_many): an
-/// object that is not registered ends the range; the objects before it are torn down, it and the
-/// rest are left as they were, and it is diagnosed after the batch.
+/// object that is not registered anywhere in the range refuses the whole range — nothing is
+/// unlisted, no grace period, every object left as it was — diagnosed as push_range diagnoses it.
 template <class Policy>
-void refused_in_the_middle(std::vector<std::string>& log, grace_domain<fake>& domain, bool fused) {
+void refused_in_the_middle(std::vector<std::string>& log, grace_domain<fake>& domain) {
   auto nodes = make_registered(4);
   node* const stranger = new node(7);  // never registered
   std::vector<node*> range{nodes[0], nodes[1], stranger, nodes[2], nodes[3]};
@@ -365,42 +365,40 @@ void refused_in_the_middle(std::vector<std::string>& log, grace_domain<fake>& do
   } else {
     p.log = &log;
   }
+  const auto unchanged = [&] {
+    EXPECT_TRUE(log.empty()) << log.front() << ": a hook ran";
+    EXPECT_EQ(fake::synchronizes(), 0u);
+    for (node* n : nodes) {
+      EXPECT_EQ(n->state(), reg_state::registered);
+      EXPECT_FALSE(n->dismantling());
+    }
+    EXPECT_EQ(stranger->state(), reg_state::uninitialized);
+  };
   {
     scoped_misuse_policy report(misuse_policy::report, quiet_reporter);
     const unsigned long before = misuse_count(misuse_kind::not_registered);
     const batch_stats s = rollback_range(range, p, domain);
     EXPECT_EQ(misuse_count(misuse_kind::not_registered), before + 1) << "diagnosed";
-    EXPECT_EQ(s.objects, 2u);
-    EXPECT_EQ(s.skipped, 3u) << "the refused element and the two after it";
-    EXPECT_EQ(s.grace_periods, 2u);
+    EXPECT_TRUE(s.refused);
+    EXPECT_EQ(s.objects, 0u);
+    EXPECT_EQ(s.skipped, 5u) << "every element";
   }
-  EXPECT_EQ(std::count(log.begin(), log.end(), "destroy:0") + std::count(log.begin(), log.end(), "destroy:1"), 2);
-  for (const std::string& entry : log) {
-    EXPECT_EQ(entry.find(":2"), std::string::npos) << entry << ": an object after the refused one was touched";
-    EXPECT_EQ(entry.find(":7"), std::string::npos) << entry;
-  }
-  EXPECT_EQ(std::count(log.begin(), log.end(), "unlist-in-wrong-state"), 0);
-  for (node* n : {nodes[2], nodes[3]}) {
-    EXPECT_EQ(n->state(), reg_state::registered);
-    EXPECT_FALSE(n->dismantling());
-  }
-  EXPECT_EQ(stranger->state(), reg_state::uninitialized);
-  // Under throw_error the batch still runs for the objects before the refused one, then throws.
-  log.clear();
-  std::vector<node*> again{nodes[2], stranger, nodes[3]};
-  EXPECT_THROW(rollback_range(again, p, domain), misuse_error);
-  EXPECT_EQ(std::count(log.begin(), log.end(), "destroy:2"), 1) << (fused ? "fused" : "queue, then batch");
-  EXPECT_EQ(nodes[3]->state(), reg_state::registered);
+  unchanged();
+  EXPECT_THROW(rollback_range(range, p, domain), misuse_error);
+  unchanged();
+  // The same objects, the stranger left out: one batch takes them all (nothing was left marked).
+  range.erase(range.begin() + 2);
+  const batch_stats s = rollback_range(range, p, domain);
+  EXPECT_EQ(s.objects, 4u);
   delete stranger;
-  unregister_one(*nodes[3], recording_policy{}, domain);
 }
 
-TEST_F(rollback_many_counting, rollback_range_tears_down_the_objects_before_a_refused_one_and_diagnoses_it_after) {
-  refused_in_the_middle<fused_policy>(log, domain, true);
+TEST_F(rollback_many_counting, rollback_range_with_a_refused_object_in_the_middle_changes_nothing) {
+  refused_in_the_middle<fused_policy>(log, domain);
 }
 
-TEST_F(rollback_many_counting, rollback_range_with_close_many_also_stops_at_a_refused_object) {
-  refused_in_the_middle<recording_policy>(log, domain, false);
+TEST_F(rollback_many_counting, rollback_range_with_close_many_and_a_refused_object_changes_nothing) {
+  refused_in_the_middle<recording_policy>(log, domain);
 }
 
 TEST_F(rollback_many_counting, rollback_range_whose_first_object_is_refused_changes_nothing) {
@@ -423,25 +421,24 @@ TEST_F(rollback_many_counting, rollback_range_whose_first_object_is_refused_chan
   delete stranger;
 }
 
-TEST_F(rollback_many_counting, rollback_range_refuses_a_null_pointer_and_an_object_named_twice) {
+TEST_F(rollback_many_counting, rollback_range_refuses_a_null_pointer_and_an_object_named_twice_changing_nothing) {
   auto nodes = make_registered(3);
   std::vector<node*> with_null{nodes[0], nullptr, nodes[1]};
   EXPECT_THROW(rollback_range(with_null, fused_policy{{.log = &log}}, domain), std::invalid_argument);
-  EXPECT_EQ(std::count(log.begin(), log.end(), "destroy:0"), 1) << "the batch ran for the object before it";
-  EXPECT_EQ(nodes[1]->state(), reg_state::registered);
-  log.clear();
-  std::vector<node*> twice{nodes[1], nodes[1], nodes[2]};
+  std::vector<node*> twice{nodes[1], nodes[2], nodes[1]};
   {
     scoped_misuse_policy report(misuse_policy::report, quiet_reporter);
     const unsigned long before = misuse_count(misuse_kind::queued_in_other_queue);
     const batch_stats s = rollback_range(twice, fused_policy{{.log = &log}}, domain);
-    EXPECT_EQ(misuse_count(misuse_kind::queued_in_other_queue), before + 1);
-    EXPECT_EQ(s.objects, 1u);
-    EXPECT_EQ(s.skipped, 2u);
+    EXPECT_EQ(misuse_count(misuse_kind::queued_in_other_queue), before + 1) << "named twice: diagnosed";
+    EXPECT_EQ(s.objects, 0u);
+    EXPECT_EQ(s.skipped, 3u);
   }
-  EXPECT_EQ(std::count(log.begin(), log.end(), "destroy:1"), 1) << "once";
-  EXPECT_EQ(nodes[2]->state(), reg_state::registered);
-  unregister_one(*nodes[2], recording_policy{}, domain);
+  EXPECT_TRUE(log.empty());
+  EXPECT_EQ(fake::synchronizes(), 0u);
+  for (node* n : nodes) EXPECT_EQ(n->state(), reg_state::registered);
+  const batch_stats s = rollback_range(nodes, fused_policy{{.log = &log}}, domain);
+  EXPECT_EQ(s.objects, 3u) << "no object was left marked as queued";
 }
 
 TEST_F(rollback_many_counting, rollback_range_is_refused_inside_a_read_section_with_nothing_queued) {

@@ -366,12 +366,22 @@ class typed_lane : public lane_base {
     }); });
   }
 
-  /// rollback_range's first pass (the policy has neither validate nor close_many): push_range's
-  /// checks and link and the unlist of each accepted object in one walk over the caller's range,
+  /// rollback_range's check of its range (mark_range: unreg_queue.hpp), before anything is unlisted.
+  template <class It, class S, class Proj>
+  std::optional<It> mark_range(It first, S last, Proj& proj) noexcept {
+    return queue_access::mark_range(queue_, first, last, proj);
+  }
+  template <class It, class Proj>
+  void unmark_range(It first, It last, Proj& proj) noexcept {
+    queue_access::unmark_range(queue_, first, last, proj);
+  }
+
+  /// rollback_range's first pass (the policy has neither validate nor close_many), over a range
+  /// mark_range accepted and marked: the link and the unlist of each object in one walk over the caller's range,
   /// instead of a walk for the push and one over the queue for the unlist (issue 36). The unlist
-  /// runs as the object is queued, right before Boost links it into the lane's queue. Stops at
-  /// the first refused element and returns where it is (the objects before it stay queued and
-  /// unlisted: the batch goes on with them); nullopt when every element was taken.
+  /// runs as the object is queued, right before Boost links it into the lane's queue. The range
+  /// was checked (mark_range), so the walk takes every element: nullopt (the optional is
+  /// link_range's, whose unmarked walk may stop at a refused element).
   template <class It, class S, class Proj>
   std::optional<It> queue_and_unlist(It first, S last, Proj& proj, batch_stats& stats) noexcept {
     static_assert(!hooks_type::has_validate && !hooks_type::has_close_many,
@@ -384,7 +394,7 @@ class typed_lane : public lane_base {
       auto step = [this, &hooks, &children](registrable_base& r) __attribute__((always_inline)) {
         unlist_one<true>(r, hooks, children);
       };
-      refused = queue_access::link_range(queue_, first, last, proj, step);
+      refused = queue_access::link_range(queue_, first, last, proj, step, true);  // marked: mark_range
       if (!objects().empty()) unlisted_ = iterator(objects().last());
       children_to_queue_ = children;
     });
@@ -772,8 +782,10 @@ class rollback_engine {
 
   /// rollback_range's batch (one lane, whose policy has neither validate nor close_many): the
   /// phases of run(), with the queueing of [first, last) fused into the unlist pass.
-  /// note_refused(it): called with the element the walk stopped at, if it stopped (every element
-  /// before it is torn down), before any grace period. Returns the stats.
+  /// All or nothing: every element is checked first (mark_range); at a refused one,
+  /// note_refused(it) is called, the marks are undone and nothing has changed (no batch, no
+  /// grace period). Otherwise the walk cannot refuse (if it did, note_refused would be called
+  /// with the element, the objects before it torn down). Returns the stats.
   template <class It, class S, class Proj, class Note>
   batch_stats run_range(It first, S last, Proj& proj, Note&& note_refused) {
     static_assert(kLanes == 1);
@@ -781,11 +793,17 @@ class rollback_engine {
     if (in_read_section<Flavor>()) return refuse_in_read_section();
     stats_.batch_id = g_next_batch_id.fetch_add(1, std::memory_order_relaxed);
     if (first == last) return finish(start_);
+    lane_first& lane = static_cast<lane_first&>(lanes_);
+    if (const std::optional<It> bad = lane.mark_range(first, last, proj)) [[unlikely]] {
+      note_refused(*bad);  // before the undo: an object named twice is marked by its first place
+      lane.unmark_range(first, *bad, proj);
+      return finish(start_);
+    }
 
     // --- point of no return ---
     start_running();
     RCUBATCH_PROBE(batch_start, stats_.batch_id, std::ranges::distance(first, last));
-    const std::optional<It> refused = static_cast<lane_first&>(lanes_).queue_and_unlist(first, last, proj, stats_);
+    const std::optional<It> refused = lane.queue_and_unlist(first, last, proj, stats_);
     if (refused) [[unlikely]]
       note_refused(*refused);  // now, while the refused element is as the caller left it
     if (all_queues_empty()) {  // the first element was refused: nothing changed
@@ -1159,13 +1177,18 @@ batch_stats run_range(It first, S last, Proj& proj, Policy& policy, grace_domain
     engine_for<Flavor, lane_ref<T, Policy>> engine(domain, opts, ctx, l);
     stats = engine.run_range(first, last, proj, note);
   } else {
-    // validate (which may throw) and close_many see every object first: queue, then the batch.
-    auto no_step = [](registrable_base&) noexcept {};
-    if (const std::optional<It> at = queue_access::link_range(q, first, last, proj, no_step)) note(*at);
+    // validate (which may throw) and close_many see every object first: queue (push_range: all
+    // or nothing, diagnosed there), then the batch.
+    if (!q.push_range(first, last, proj)) {
+      stats.refused = true;
+      stats.skipped = static_cast<std::size_t>(std::ranges::distance(first, last));
+      return stats;
+    }
     stats = run_lanes(domain, opts, ctx, l);
   }
   if (refused && !stats.refused) {
-    stats.skipped = refused->left;
+    stats.refused = stats.objects == 0;  // all or nothing: refused at the check (run_range)
+    stats.skipped = stats.objects == 0 ? static_cast<std::size_t>(std::ranges::distance(first, last)) : refused->left;
     queue_access::refuse_in_range(q, refused->obj, refused->owner, refused->index);
   }
   return stats;
@@ -1239,10 +1262,11 @@ batch_stats rollback_many(grace_domain<Flavor>& domain, unlock_during_waits<Lock
 /// without a projection (a std::vector<T*>) is also the batch's order hint: its later passes
 /// prefetch through it, as registry::unregister_many's do.
 /// Misuse: an element push_range would refuse (not registered, already going away, in a queue,
-/// named twice, a null pointer) ends the range there: the objects before it are torn down by this
-/// batch, it and the ones after it are left as they were (stats.skipped counts them). It is
-/// diagnosed as push_range diagnoses it, after the batch: misuse_error (throw_error) or
-/// std::invalid_argument (a null pointer) is thrown then, the batch done.
+/// named twice, a null pointer) refuses the whole range, as push_range does: every element is
+/// checked (and marked as this batch's) before the first unlist, so at a refused one nothing has
+/// changed — no object unlisted, no grace period. It is diagnosed as push_range diagnoses it:
+/// misuse_error (throw_error) or std::invalid_argument (a null pointer, always) is thrown;
+/// under misuse_policy::report, stats.refused is set and stats.skipped counts every element.
 /// Requires: as rollback_many; proj, and the range's iteration, do not throw.
 /// Throws: as rollback_many (what validate throws: nothing changed); and as said under Misuse.
 /// Blocking, complexity: as rollback_many.
