@@ -70,7 +70,7 @@
 // uninit pass without its hook; an owning<> policy's notify pass runs only in a round where an
 // object has a child to queue (the unlist pass notes it); the drain is one walk that destroys
 // every object nobody holds as it meets it. Per object, at 10^4 (callgrind, the demo's layout,
-// bench/teardown_passes.cpp): rollback_range 188 instructions against the floor's 156; push_range
+// bench/teardown_passes.cpp): rollback_range 193 instructions (all or nothing: a check pass first) against the floor's 156; push_range
 // then rollback_many 203 (250 / 166 before issue 36's changes to the drain's walk, the look-ahead
 // and registrable's destructor; bench/RESULTS.md, "Fewer passes" and "One walk for the queue and
 // the unlist").
@@ -1256,7 +1256,7 @@ batch_stats rollback_many(grace_domain<Flavor>& domain, unlock_during_waits<Lock
 /// policy has neither validate nor close_many (hooks that must see every object before any is
 /// unlisted), each object is checked, queued and unlisted in the same step of one walk over the
 /// range, a walk over the objects less than the two calls (issue 36: the teardown demo's batch
-/// 203 → 188 instructions per object; bench/RESULTS.md). An object joins the batch as the walk
+/// 203 → 193 instructions per object; bench/RESULTS.md). An object joins the batch as the walk
 /// reaches it: its dismantle flag turns on then, before its unlist (with the two calls, at the
 /// batch's start), as if it had been pushed a moment later. A contiguous range of T* taken
 /// without a projection (a std::vector<T*>) is also the batch's order hint: its later passes
