@@ -1254,8 +1254,9 @@ batch_stats rollback_many(grace_domain<Flavor>& domain, unlock_during_waits<Lock
 /// of one type T: T or derived from the registrable<T> base) as one batch, in the range's order:
 /// what push_range into a fresh unreg_queue followed by rollback_many does, in one call. When the
 /// policy has neither validate nor close_many (hooks that must see every object before any is
-/// unlisted), each object is checked, queued and unlisted in the same step of one walk over the
-/// range, a walk over the objects less than the two calls (issue 36: the teardown demo's batch
+/// unlisted), the range is checked in a first walk (nothing changed yet), then each object is
+/// queued and unlisted in one step of a second: both walks follow the caller's range, not the
+/// queue's links, and the unlist pass over the queue is gone (issue 36: the teardown demo's batch
 /// 203 → 193 instructions per object; bench/RESULTS.md). An object joins the batch as the walk
 /// reaches it: its dismantle flag turns on then, before its unlist (with the two calls, at the
 /// batch's start), as if it had been pushed a moment later. A contiguous range of T* taken
