@@ -8,6 +8,9 @@
 //   valgrind --tool=callgrind --cache-sim=yes /tmp/teardown_passes 10000 5   # instructions per way
 //   /tmp/teardown_passes 10000 101 time reader   # ns per object per pass, medians; a busy reader on CPU 1
 //
+// The batch is rollback_range (the queueing fused into the unlist pass: push reads 0, unlist
+// includes it); built with -DTWO_CALLS, push_range then rollback_many as before issue 36's fusion.
+//
 // The per-pass instruction counts in bench/RESULTS.md ("Fewer passes") come from callgrind with the
 // pass functions of typed_lane (close_and_unlist_new, uninit_all, drain_scan) marked noinline in a
 // copy of the headers; they run once per batch, so that changes no per-object code.
@@ -38,10 +41,16 @@ double g_t[8];  // per-pass seconds of the last way run
 double secs(clk::time_point a, clk::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 [[gnu::noinline]] void way_batch(registry& reg, rcubatch::grace_domain<flavor>& domain) {
   auto t0 = clk::now();
+#ifdef TWO_CALLS  // push_range, then rollback_many (before rollback_range: issue 36)
   rcubatch::unreg_queue<session> q;
   q.push_range(reg.by_id, [](const auto& slot) { return slot.load(std::memory_order_relaxed); });
   auto t1 = clk::now();
   auto st = rcubatch::rollback_many(q, session_policy{&reg}, domain);
+#else  // one walk for the queueing and the unlist (push is 0 below; unlist includes it)
+  auto t1 = clk::now();
+  auto st = rcubatch::rollback_range(reg.by_id, [](const auto& slot) { return slot.load(std::memory_order_relaxed); },
+                                     session_policy{&reg}, domain);
+#endif
   auto t2 = clk::now();
   if (st.objects != reg.by_id.size()) std::abort();
   using rcubatch::phase;

@@ -193,7 +193,7 @@ MUTANTS = [
      "    if (!any_close_many && !any_edges && unlisted_before_) {",
      ("async_unregister_test", r"^async_unregister\.async_memb\.a_reader_inside_its_section_across_a_batch")),
     ("unregistering_state_skipped", RM,
-     "        access::set_state(*it, reg_state::unregistering);\n", "", W),
+     "      access::set_state(r, reg_state::unregistering);\n", "", W),
     ("retire_twice_not_checked", BA,
      "    if (node.is_linked()) {", "    if (false && node.is_linked()) {",
      ("batch_test", r"^batch\.")),
@@ -214,7 +214,7 @@ MUTANTS = [
             "every_object_is_destroyed_exactly_once_across_threads|"
             "a_new_object_at_a_reused_address_is_still_unlisted_by_its_batch")),
     ("batch_ignores_unlisted_early_mark", RM,
-     "if (!access::unlisted_early(*it)) [[likely]]", "if (true) [[likely]]",
+     "if (fresh || !access::unlisted_early(r)) [[likely]]", "if (true) [[likely]]",
      au("a_combined_batch_of_many_threads_costs_two_grace_periods|"
         "every_object_is_destroyed_exactly_once_across_threads|"
         "a_new_object_at_a_reused_address_is_still_unlisted_by_its_batch")),
@@ -729,7 +729,7 @@ MUTANTS += [  # issue 36 (r36-push): unreg_queue::push_range (each killed by han
      "",
      uq("push_range_refuses_a_range_with_an_unregistered_object_in_the_middle_and_links_none")),
     ("push_range_does_not_mark_what_it_links", UQ,
-     "      access::set_owner(*current, queue);\n", "      static_cast<void>(queue);\n",
+     "      if constexpr (!Marked) access::set_owner(*current, queue);\n", "      static_cast<void>(queue);\n",
      uq("push_range_refuses_an_object_named_twice_or_already_queued_and_links_none")),
     ("push_range_of_nothing_reports_a_refusal", UQ,
      "    if (first == last) return true;\n", "    if (first == last) return false;\n",
@@ -781,6 +781,41 @@ MUTANTS += [  # issue 35, a submit without the reclaimer's mutex (branch r35-sub
     ("latency_stamps_read_as_nanoseconds", "include/rcubatch/detail/latency_histogram.hpp",  # x86: cycles
      "      if (end.ticks <= origin_.ticks || end.ns <= origin_.ns) return 1.0;\n", "      return 1.0;\n",
      au(r"request_latencies_are_in_nanoseconds_of_the_steady_clock")),
+]
+
+
+def rr(regex):
+    """A rollback_range test of tests/rollback_many_test.cpp (issue 36, r36-teardown) by its name."""
+    return ("rollback_many_test", r"^rollback_many\.rollback_many_counting\.rollback_range_(" + regex + ")$")
+
+
+MUTANTS += [  # issue 36 (r36-teardown): rollback_range's fused walk (each killed by hand, 2026-12-05)
+    ("fused_walk_queues_without_unlisting", RM,
+     "        unlist_one<true>(r, hooks, children);\n", "        static_cast<void>(r);\n",
+     rr("unlists_each_object_as_it_queues_it_and_keeps_the_phase_order")),
+    ("fused_walk_leaves_the_state_registered", RM,
+     "      access::set_flagless_state(r, reg_state::unregistering);\n", "",
+     rr("unlists_each_object_as_it_queues_it_and_keeps_the_phase_order")),
+    ("range_refusal_not_diagnosed", RM,
+     "    queue_access::refuse_in_range(q, refused->obj, refused->owner, refused->index);\n", "",
+     rr("with_a_refused_object_in_the_middle_changes_nothing")),
+    ("range_refusal_not_counted_as_skipped", RM,
+     "    stats.skipped = stats.objects == 0 ? static_cast<std::size_t>(std::ranges::distance(first, last)) : refused->left;\n", "",
+     rr("whose_first_object_is_refused_changes_nothing")),
+    ("range_refusal_in_the_queue_then_batch_way_not_noted", RM,
+     "    if (!q.push_range(first, last, proj)) {", "    if (!q.push_range(first, last, proj) && false) {",
+     rr("with_close_many_and_a_refused_object_changes_nothing")),
+    ("range_refusal_leaves_its_marks", RM,  # the accepted prefix stays marked as queued: a retry refuses it
+     "      lane.unmark_range(first, *bad, proj);\n", "",
+     rr("with_a_refused_object_in_the_middle_changes_nothing")),
+    ("range_not_checked_before_its_walk", RM,  # the walk unlists the objects before the refused one
+     "    if (const std::optional<It> bad = lane.mark_range(first, last, proj)) [[unlikely]] {",
+     "    if (const std::optional<It> bad = lane.mark_range(first, first, proj)) [[unlikely]] {",
+     rr("with_a_refused_object_in_the_middle_changes_nothing")),
+    ("range_in_a_read_section_queued_anyway", RM,
+     "    if (in_read_section<Flavor>()) return refuse_in_read_section();\n    stats_.batch_id",
+     "    stats_.batch_id",
+     rr("is_refused_inside_a_read_section_with_nothing_queued")),
 ]
 
 

@@ -7,11 +7,14 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <functional>
 #include <latch>
 #include <mutex>
 #include <random>
 #include <stdexcept>
 #include <thread>
+#include <type_traits>
+#include <vector>
 
 #include "support/counting.hpp"
 #include "support/flavors.hpp"
@@ -274,6 +277,187 @@ TEST_F(rollback_many_counting, unregister_one_is_a_batch_of_one_through_the_same
   EXPECT_EQ(s.grace_periods, 2u);
   EXPECT_EQ(log.front(), "close_many:0,");
   EXPECT_EQ(log.back(), "destroy:0");
+}
+
+// --- rollback_range: the queueing fused into the unlist pass (issue 36) --------------------------
+
+/// recording_policy without close_many: rollback_range queues and unlists each object in one step.
+/// It also records an object whose state or dismantle flag is not what its unlist and notify
+/// must see (registered and dismantling; unregistering).
+struct fused_policy {
+  recording_policy r;
+  void unlist(node& n) noexcept {
+    r.unlist(n);
+    if (n.state() != reg_state::registered || !n.dismantling()) r.record("unlist-in-wrong-state");
+  }
+  template <class B>
+  void notify(node& n, B& b) noexcept {
+    if (n.state() != reg_state::unregistering) r.record("notify-in-wrong-state");
+    r.notify(n, b);
+  }
+  template <class B>
+  void batch_notify(B& b) noexcept { r.batch_notify(b); }
+  template <class B>
+  bool uninit(node& n, B& b) noexcept { return r.uninit(n, b); }
+  void destroy(node* n) noexcept { r.destroy(n); }
+};
+
+TEST_F(rollback_many_counting, rollback_range_unlists_each_object_as_it_queues_it_and_keeps_the_phase_order) {
+  fake::on_synchronize = [this] { log.push_back("GP"); };
+  auto nodes = make_registered(2);
+  auto dep = make_registered(1, 9);
+  nodes[1]->dependents = {dep[0]};
+  const batch_stats s = rollback_range(nodes, fused_policy{{.log = &log}}, domain);
+  const std::vector<std::string> expected{
+      "unlist:0", "unlist:1", "GP",                  // queued and unlisted in one walk
+      "notify:0", "notify:1",                        // round 1 queues 9
+      "unlist:9", "notify:9",                        // round 2, no GP in between
+      "batch_notify",
+      "uninit:0", "uninit:1", "uninit:9",            // join order
+      "GP",
+      "destroy:0", "destroy:9", "destroy:1"};        // 1 waits for its dependent 9
+  EXPECT_EQ(log, expected);
+  EXPECT_EQ(s.objects, 3u);
+  EXPECT_EQ(s.grace_periods, 2u);
+  EXPECT_EQ(s.skipped, 0u);
+}
+
+TEST_F(rollback_many_counting, rollback_range_with_close_many_shows_it_every_object_before_any_unlist) {
+  fake::on_synchronize = [this] { log.push_back("GP"); };
+  auto nodes = make_registered(3);
+  // Pointers through a projection, as from an index's slots.
+  std::vector<std::atomic<node*>> slots(nodes.size());
+  for (std::size_t i = 0; i < nodes.size(); ++i) slots[i].store(nodes[i]);
+  const batch_stats s = rollback_range(slots, [](const std::atomic<node*>& a) { return a.load(); },
+                                       recording_policy{.log = &log}, domain);
+  const std::vector<std::string> expected{
+      "close_many:0,1,2,", "unlist:0", "unlist:1", "unlist:2", "GP",
+      "notify:0", "notify:1", "notify:2", "batch_notify",
+      "uninit:0", "uninit:1", "uninit:2", "GP", "destroy:0", "destroy:1", "destroy:2"};
+  EXPECT_EQ(log, expected);
+  EXPECT_EQ(s.objects, 3u);
+}
+
+TEST_F(rollback_many_counting, rollback_range_takes_objects_by_reference_through_a_projection) {
+  auto nodes = make_registered(3);
+  std::vector<std::reference_wrapper<node>> refs;
+  for (node* n : nodes) refs.emplace_back(*n);
+  std::atomic<int> destroyed{0};
+  const batch_stats s = rollback_range(refs, [](std::reference_wrapper<node> r) -> node& { return r.get(); },
+                                       fused_policy{{.log = &log, .destroyed = &destroyed}}, domain);
+  EXPECT_EQ(s.objects, 3u);
+  EXPECT_EQ(destroyed.load(), 3);
+  const std::vector<std::string> unlists(log.begin(), log.begin() + 3);
+  EXPECT_EQ(unlists, (std::vector<std::string>{"unlist:0", "unlist:1", "unlist:2"})) << "in the range's order";
+}
+
+/// Both ways of rollback_range (fused, and queue-then-batch for a policy with close_many): an
+/// object that is not registered anywhere in the range refuses the whole range — nothing is
+/// unlisted, no grace period, every object left as it was — diagnosed as push_range diagnoses it.
+template <class Policy>
+void refused_in_the_middle(std::vector<std::string>& log, grace_domain<fake>& domain) {
+  auto nodes = make_registered(4);
+  node* const stranger = new node(7);  // never registered
+  std::vector<node*> range{nodes[0], nodes[1], stranger, nodes[2], nodes[3]};
+  Policy p;
+  if constexpr (std::is_same_v<Policy, fused_policy>) {
+    p.r.log = &log;
+  } else {
+    p.log = &log;
+  }
+  const auto unchanged = [&] {
+    EXPECT_TRUE(log.empty()) << log.front() << ": a hook ran";
+    EXPECT_EQ(fake::synchronizes(), 0u);
+    for (node* n : nodes) {
+      EXPECT_EQ(n->state(), reg_state::registered);
+      EXPECT_FALSE(n->dismantling());
+    }
+    EXPECT_EQ(stranger->state(), reg_state::uninitialized);
+  };
+  {
+    scoped_misuse_policy report(misuse_policy::report, quiet_reporter);
+    const unsigned long before = misuse_count(misuse_kind::not_registered);
+    const batch_stats s = rollback_range(range, p, domain);
+    EXPECT_EQ(misuse_count(misuse_kind::not_registered), before + 1) << "diagnosed";
+    EXPECT_TRUE(s.refused);
+    EXPECT_EQ(s.objects, 0u);
+    EXPECT_EQ(s.skipped, 5u) << "every element";
+  }
+  unchanged();
+  EXPECT_THROW(rollback_range(range, p, domain), misuse_error);
+  unchanged();
+  // The same objects, the stranger left out: one batch takes them all (nothing was left marked).
+  range.erase(range.begin() + 2);
+  const batch_stats s = rollback_range(range, p, domain);
+  EXPECT_EQ(s.objects, 4u);
+  delete stranger;
+}
+
+TEST_F(rollback_many_counting, rollback_range_with_a_refused_object_in_the_middle_changes_nothing) {
+  refused_in_the_middle<fused_policy>(log, domain);
+}
+
+TEST_F(rollback_many_counting, rollback_range_with_close_many_and_a_refused_object_changes_nothing) {
+  refused_in_the_middle<recording_policy>(log, domain);
+}
+
+TEST_F(rollback_many_counting, rollback_range_whose_first_object_is_refused_changes_nothing) {
+  auto nodes = make_registered(2);
+  node* const stranger = new node(7);
+  std::vector<node*> range{stranger, nodes[0], nodes[1]};
+  {
+    scoped_misuse_policy report(misuse_policy::report, quiet_reporter);
+    const batch_stats s = rollback_range(range, fused_policy{{.log = &log}}, domain);
+    EXPECT_EQ(s.objects, 0u);
+    EXPECT_EQ(s.skipped, 3u);
+  }
+  EXPECT_TRUE(log.empty());
+  EXPECT_EQ(fake::synchronizes(), 0u);
+  for (node* n : nodes) {
+    EXPECT_EQ(n->state(), reg_state::registered);
+    EXPECT_FALSE(n->dismantling());
+    unregister_one(*n, recording_policy{}, domain);
+  }
+  delete stranger;
+}
+
+TEST_F(rollback_many_counting, rollback_range_refuses_a_null_pointer_and_an_object_named_twice_changing_nothing) {
+  auto nodes = make_registered(3);
+  std::vector<node*> with_null{nodes[0], nullptr, nodes[1]};
+  EXPECT_THROW(rollback_range(with_null, fused_policy{{.log = &log}}, domain), std::invalid_argument);
+  std::vector<node*> twice{nodes[1], nodes[2], nodes[1]};
+  {
+    scoped_misuse_policy report(misuse_policy::report, quiet_reporter);
+    const unsigned long before = misuse_count(misuse_kind::queued_in_other_queue);
+    const batch_stats s = rollback_range(twice, fused_policy{{.log = &log}}, domain);
+    EXPECT_EQ(misuse_count(misuse_kind::queued_in_other_queue), before + 1) << "named twice: diagnosed";
+    EXPECT_EQ(s.objects, 0u);
+    EXPECT_EQ(s.skipped, 3u);
+  }
+  EXPECT_TRUE(log.empty());
+  EXPECT_EQ(fake::synchronizes(), 0u);
+  for (node* n : nodes) EXPECT_EQ(n->state(), reg_state::registered);
+  const batch_stats s = rollback_range(nodes, fused_policy{{.log = &log}}, domain);
+  EXPECT_EQ(s.objects, 3u) << "no object was left marked as queued";
+}
+
+TEST_F(rollback_many_counting, rollback_range_is_refused_inside_a_read_section_with_nothing_queued) {
+  auto nodes = make_registered(3);
+  {
+    scoped_misuse_policy report(misuse_policy::report, quiet_reporter);
+    read_guard<fake> guard;
+    const batch_stats s = rollback_range(nodes, fused_policy{{.log = &log}}, domain);
+    EXPECT_TRUE(s.refused);
+  }
+  EXPECT_TRUE(log.empty());
+  EXPECT_EQ(fake::synchronizes(), 0u);
+  for (node* n : nodes) {
+    EXPECT_EQ(n->state(), reg_state::registered);
+    EXPECT_FALSE(n->dismantling());
+  }
+  unreg_queue<node> q;
+  EXPECT_TRUE(q.push_range(nodes)) << "no object was left in a queue";
+  rollback_many(q, recording_policy{}, domain);
 }
 
 // --- lock hygiene -------------------------------------------------------------------------------

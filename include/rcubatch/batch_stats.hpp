@@ -26,7 +26,7 @@ struct batch_stats {
   std::size_t dependents_added = 0;   ///< objects queued by hooks while the batch ran
   std::size_t rounds = 0;             ///< cascade depth: 1 when no hook queued a dependent
   std::size_t retired = 0;            ///< sub-objects retired into the batch
-  std::size_t skipped = 0;            ///< unregister_one: the object was refused (misuse_policy::report)
+  std::size_t skipped = 0;            ///< unregister_one: the object was refused (misuse_policy::report); rollback_range: the elements from the refused one on
   unsigned grace_periods = 0;         ///< GPs this batch waited for
   unsigned gps_elided = 0;            ///< GPs it needed but found already elapsed (cookie) or skipped
   unsigned gps_pipelined = 0;         ///< GP #1 skipped: one that began after its objects' unlists had ended (async)

@@ -132,7 +132,8 @@ class registrable_base : private counted_base {
 
   /// Effects: true from the moment its batch starts (when the batch marks dismantling:
   /// rollback_options::mark_dismantle), and stays true once it is released. Derived through the
-  /// object's queue while its batch runs: the whole batch turns it on at once.
+  /// object's queue while its batch runs: the whole batch turns it on at once (rollback_range's,
+  /// for each object as its walk reaches it, before its unlist).
   /// Thread safety: the thread running the batch, or a holder of a reference to the object (the
   /// queue it reads outlives the batch's objects); not a bare reader.
   bool dismantling() const noexcept;
@@ -287,6 +288,10 @@ struct registrable_access {
   static void set_state(registrable_base& o, reg_state s) noexcept {
     const unsigned char keep = o.state_.load(std::memory_order_relaxed) & registrable_base::kHasTied;
     o.state_.store(static_cast<unsigned char>(keep | static_cast<unsigned char>(s)), std::memory_order_release);
+  }
+  /// set_state for an object known to carry neither flag (has-tied, unlisted-early): a store.
+  static void set_flagless_state(registrable_base& o, reg_state s) noexcept {
+    o.state_.store(static_cast<unsigned char>(s), std::memory_order_release);
   }
   /// Whether it was unlisted before its batch (async_unregister::submit); cleared by set_state.
   static bool unlisted_early(const registrable_base& o) noexcept {

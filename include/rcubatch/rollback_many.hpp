@@ -23,7 +23,10 @@
 // their destroy. Hooks must therefore only unlink and retire, never free directly — which is the
 // rule for every hook anyway. That is what keeps a cascade of any depth at two grace periods.
 //
-// A single unregister (unregister_one) is a batch of one through the same code.
+// A single unregister (unregister_one) is a batch of one through the same code. rollback_range
+// (below) is push_range and rollback_many in one call, over the caller's range of objects or
+// pointers: when the policy has neither validate nor close_many, each object is checked, queued
+// and unlisted in one step of one walk over the range (issue 36).
 //
 // Memory ordering. For any reader section R of the domain's flavor and any object X of the batch:
 // if R began before the unlink that unpublished X (unlist for X; a hook's unlink for a retiree),
@@ -66,9 +69,11 @@
 // Passes that have nothing to do cost nothing (issue 36): no validate, notify, batch_notify or
 // uninit pass without its hook; an owning<> policy's notify pass runs only in a round where an
 // object has a child to queue (the unlist pass notes it); the drain is one walk that destroys
-// every object nobody holds as it meets it. Per object, at 10^4 (callgrind, the demo's layout):
-// 218 instructions against the floor's 160 (250 / 166 before issue 36's changes to the drain's
-// walk, the look-ahead and registrable's destructor; bench/RESULTS.md, "Fewer passes").
+// every object nobody holds as it meets it. Per object, at 10^4 (callgrind, the demo's layout,
+// bench/teardown_passes.cpp): rollback_range 193 instructions (all or nothing: a check pass first) against the floor's 156; push_range
+// then rollback_many 203 (250 / 166 before issue 36's changes to the drain's walk, the look-ahead
+// and registrable's destructor; bench/RESULTS.md, "Fewer passes" and "One walk for the queue and
+// the unlist").
 // bench/RESULTS.md compares it with call_rcu, libcds and DPDK.
 #pragma once
 
@@ -79,8 +84,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <iterator>
+#include <functional>
 #include <limits>
 #include <optional>
+#include <ranges>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -345,22 +352,7 @@ class typed_lane : public lane_base {
               lock.yield_to_writers();
             }
           }
-          // Unlisted already when it was submitted to an async_unregister (registrable.hpp).
-          if (!access::unlisted_early(*it)) [[likely]]
-            hooks.unlist(access::downcast<T>(*it));
-          // Out of its owner's list (not skipped when unlisted early: a no-op if already out).
-          if constexpr (!std::is_void_v<Owner>) unlink_from_owner<Owner>(access::downcast<T>(*it));
-          // Membership edges (membership.hpp): a member leaves its groups, a group drops its edges.
-          if constexpr (kUnlinksEdges) {
-            membership_steps<Members>::leave_groups(access::downcast<T>(*it));
-            membership_steps<member_lists_t<P>>::drop_members(access::downcast<T>(*it), owner_batch());
-          }
-          access::set_state(*it, reg_state::unregistering);
-          // Unregistration begins: a sharded count becomes its single atomic (sharded_refs.hpp).
-          if constexpr (is_sharded_v<T>) sharded_access::run_down(access::downcast<T>(*it));
-          // From here no child can join its lists (add refuses a parent that is going away).
-          if constexpr (kNotifiesOnlyForChildren)
-            children = children || queue_children<owned_lists_t<P>>::any(access::downcast<T>(*it));
+          unlist_one(*it, hooks, children);
           last = it;
         }
         unlisted_ = last;
@@ -372,6 +364,41 @@ class typed_lane : public lane_base {
         walk(std::false_type{});
       }
     }); });
+  }
+
+  /// rollback_range's check of its range (mark_range: unreg_queue.hpp), before anything is unlisted.
+  template <class It, class S, class Proj>
+  std::optional<It> mark_range(It first, S last, Proj& proj) noexcept {
+    return queue_access::mark_range(queue_, first, last, proj);
+  }
+  template <class It, class Proj>
+  void unmark_range(It first, It last, Proj& proj) noexcept {
+    queue_access::unmark_range(queue_, first, last, proj);
+  }
+
+  /// rollback_range's first pass (the policy has neither validate nor close_many), over a range
+  /// mark_range accepted and marked: the link and the unlist of each object in one walk over the caller's range,
+  /// instead of a walk for the push and one over the queue for the unlist (issue 36). The unlist
+  /// runs as the object is queued, right before Boost links it into the lane's queue. The range
+  /// was checked (mark_range), so the walk takes every element: nullopt (the optional is
+  /// link_range's, whose unmarked walk may stop at a refused element).
+  template <class It, class S, class Proj>
+  std::optional<It> queue_and_unlist(It first, S last, Proj& proj, batch_stats& stats) noexcept {
+    static_assert(!hooks_type::has_validate && !hooks_type::has_close_many,
+                  "rcubatch: the fused walk skips validate and close_many");
+    timed(stats, phase::close, [] {});  // no close_many: the phase's entry, as close_and_unlist_new counts it
+    std::optional<It> refused;
+    timed(stats, phase::unlist, [&] {
+      hooks_type hooks = hooks_;
+      bool children = children_to_queue_;
+      auto step = [this, &hooks, &children](registrable_base& r) __attribute__((always_inline)) {
+        unlist_one<true>(r, hooks, children);
+      };
+      refused = queue_access::link_range(queue_, first, last, proj, step, true);  // marked: mark_range
+      if (!objects().empty()) unlisted_ = iterator(objects().last());
+      children_to_queue_ = children;
+    });
+    return refused;
   }
 
   /// notify (phase.hpp) for the objects unlisted since the last call (dependents they queue come later).
@@ -579,6 +606,36 @@ class typed_lane : public lane_base {
 
   iterator after(iterator pos) noexcept { return pos == objects().end() ? objects().begin() : std::next(pos); }
 
+  /// unlist (phase.hpp) for one object, with what every unlist does beside the policy's hook;
+  /// the walks keep the hooks and the children flag in locals (see close_and_unlist_new).
+  /// `fresh`: the object was checked registered and in no queue just now (rollback_range's fused
+  /// walk), so it carries neither state flag: not unlisted early (that object sits in an
+  /// async_unregister's queue) nor with tied retirees (only a batch ties them): its state is
+  /// stored without reading it first (6 instructions per object less).
+  template <bool fresh = false>
+  [[gnu::always_inline]] void unlist_one(registrable_base& r, hooks_type& hooks, bool& children) noexcept {
+    T& obj = access::downcast<T>(r);
+    // Unlisted already when it was submitted to an async_unregister (registrable.hpp).
+    if (fresh || !access::unlisted_early(r)) [[likely]]
+      hooks.unlist(obj);
+    // Out of its owner's list (not skipped when unlisted early: a no-op if already out).
+    if constexpr (!std::is_void_v<Owner>) unlink_from_owner<Owner>(obj);
+    // Membership edges (membership.hpp): a member leaves its groups, a group drops its edges.
+    if constexpr (kUnlinksEdges) {
+      membership_steps<Members>::leave_groups(obj);
+      membership_steps<member_lists_t<P>>::drop_members(obj, owner_batch());
+    }
+    if constexpr (fresh) {
+      access::set_flagless_state(r, reg_state::unregistering);
+    } else {
+      access::set_state(r, reg_state::unregistering);
+    }
+    // Unregistration begins: a sharded count becomes its single atomic (sharded_refs.hpp).
+    if constexpr (is_sharded_v<T>) sharded_access::run_down(obj);
+    // From here no child can join its lists (add refuses a parent that is going away).
+    if constexpr (kNotifiesOnlyForChildren) children = children || queue_children<owned_lists_t<P>>::any(obj);
+  }
+
   /// Runs pass(ahead) with the look-ahead a pass from `first` has: the order hint's when the lane
   /// has one and the pass starts at its first object, else the chain cursor (prefetcher). The
   /// choice is made once per pass: each kind gets its own copy of the pass's loop.
@@ -719,6 +776,49 @@ class rollback_engine {
     start_running();
     RCUBATCH_PROBE(batch_start, stats_.batch_id, batch_.size());
     close_and_unlist();
+    after_unlist();
+    return true;
+  }
+
+  /// rollback_range's batch (one lane, whose policy has neither validate nor close_many): the
+  /// phases of run(), with the queueing of [first, last) fused into the unlist pass.
+  /// All or nothing: every element is checked first (mark_range); at a refused one,
+  /// note_refused(it) is called, the marks are undone and nothing has changed (no batch, no
+  /// grace period). Otherwise the walk cannot refuse (if it did, note_refused would be called
+  /// with the element, the objects before it torn down). Returns the stats.
+  template <class It, class S, class Proj, class Note>
+  batch_stats run_range(It first, S last, Proj& proj, Note&& note_refused) {
+    static_assert(kLanes == 1);
+    start_ = clock::now();
+    if (in_read_section<Flavor>()) return refuse_in_read_section();
+    stats_.batch_id = g_next_batch_id.fetch_add(1, std::memory_order_relaxed);
+    if (first == last) return finish(start_);
+    lane_first& lane = static_cast<lane_first&>(lanes_);
+    if (const std::optional<It> bad = lane.mark_range(first, last, proj)) [[unlikely]] {
+      note_refused(*bad);  // before the undo: an object named twice is marked by its first place
+      lane.unmark_range(first, *bad, proj);
+      return finish(start_);
+    }
+
+    // --- point of no return ---
+    start_running();
+    RCUBATCH_PROBE(batch_start, stats_.batch_id, std::ranges::distance(first, last));
+    const std::optional<It> refused = lane.queue_and_unlist(first, last, proj, stats_);
+    if (refused) [[unlikely]]
+      note_refused(*refused);  // now, while the refused element is as the caller left it
+    if (all_queues_empty()) {  // the first element was refused: nothing changed
+      each([](auto& l) { l.finish(); });
+      return finish(start_);
+    }
+    after_unlist();
+    return run_after_grace_periods(false);
+  }
+
+ private:
+  using lane_first = std::tuple_element_t<0, std::tuple<Lanes...>>;
+
+  /// The phases from grace period #1 to the last grace period (run_through_grace_periods).
+  void after_unlist() noexcept {
     grace_period_1();
     notify_rounds();
     batch_notify();
@@ -726,8 +826,9 @@ class rollback_engine {
     if (needs_grace_period_2(unlinked)) grace_period_2();
 
     stats_.objects = batch_.size();
-    return true;
   }
+
+ public:
 
   /// Gives the writer lock up for good, after run_through_grace_periods, when the rest of the
   /// batch runs on another thread (deferred_destroy.hpp): that thread must not release a lock
@@ -1032,6 +1133,67 @@ constexpr bool distinct_types() {
   }
 }
 
+/// The one object type of rollback_range's range: the registrable<T> base of what proj(*it) names.
+template <class R, class Proj>
+using range_object_t =
+    registrable_type_t<std::remove_pointer_t<std::remove_cvref_t<std::indirect_result_t<Proj&, std::ranges::iterator_t<R>>>>>;
+
+/// rollback_range's order hint: a contiguous range of T* taken as it is (no projection) is the
+/// lane's objects in join order, alive for the whole call (as registry::unregister_many's vector).
+template <class T, class R, class Proj>
+order_hint range_hint(R& r) noexcept {
+  if constexpr (std::ranges::contiguous_range<R> && std::ranges::sized_range<R> && std::is_same_v<Proj, std::identity> &&
+                std::is_same_v<std::remove_cv_t<std::ranges::range_value_t<R>>, T*>) {
+    return {&lane_key<T>, static_cast<const void*>(std::ranges::data(r)), static_cast<std::size_t>(std::ranges::size(r))};
+  } else {
+    return {};
+  }
+}
+
+template <class T, class Policy, class Flavor, class It, class S, class Proj>
+batch_stats run_range(It first, S last, Proj& proj, Policy& policy, grace_domain<Flavor>& domain,
+                      const rollback_options& opts, const order_hint& hint) {
+  batch_context ctx;
+  ctx.order = hint;
+  unreg_queue<T> q;
+  lane_ref<T, Policy> l{q, policy};
+  // The refused element, as it was when the walk stopped there (after the batch the object a
+  // duplicate names is gone, so it is not read again).
+  struct refusal {
+    const registrable_base* obj = nullptr;
+    const queue_base* owner = nullptr;
+    std::size_t index = 0, left = 0;
+  };
+  std::optional<refusal> refused;
+  auto note = [&](It at) {
+    const registrable_base* const r = queue_access::base_of<T>(std::invoke(proj, *at));
+    refused = refusal{r, r == nullptr ? nullptr : registrable_access::owner(*r),
+                      static_cast<std::size_t>(std::ranges::distance(first, at)),
+                      static_cast<std::size_t>(std::ranges::distance(at, last))};
+  };
+  batch_stats stats;
+  using hooks = policy_hooks<Policy, T>;
+  if constexpr (!hooks::has_validate && !hooks::has_close_many) {
+    engine_for<Flavor, lane_ref<T, Policy>> engine(domain, opts, ctx, l);
+    stats = engine.run_range(first, last, proj, note);
+  } else {
+    // validate (which may throw) and close_many see every object first: queue (push_range: all
+    // or nothing, diagnosed there), then the batch.
+    if (!q.push_range(first, last, proj)) {
+      stats.refused = true;
+      stats.skipped = static_cast<std::size_t>(std::ranges::distance(first, last));
+      return stats;
+    }
+    stats = run_lanes(domain, opts, ctx, l);
+  }
+  if (refused && !stats.refused) {
+    stats.refused = stats.objects == 0;  // all or nothing: refused at the check (run_range)
+    stats.skipped = stats.objects == 0 ? static_cast<std::size_t>(std::ranges::distance(first, last)) : refused->left;
+    queue_access::refuse_in_range(q, refused->obj, refused->owner, refused->index);
+  }
+  return stats;
+}
+
 template <class Flavor, class... T, class... P>
 batch_stats run_specs(grace_domain<Flavor>& d, const rollback_options& o, const batch_context& ctx,
                       lane_spec<T, P>&... specs) {
@@ -1086,6 +1248,45 @@ batch_stats rollback_many(grace_domain<Flavor>& domain, unlock_during_waits<Lock
                           const rollback_options& opts, lane_spec<T, P>... lanes) {
   static_assert(detail::distinct_types<T...>(), "rcubatch: rollback_many: each object type may have one lane only");
   return detail::run_specs(domain, opts, detail::writer_lock_ref::make<Flavor>(lock.lock, detail::lock_release::grace_periods), lanes...);
+}
+
+/// Effects: unregisters the objects proj(*it) names in `objects` (objects, or pointers to them,
+/// of one type T: T or derived from the registrable<T> base) as one batch, in the range's order:
+/// what push_range into a fresh unreg_queue followed by rollback_many does, in one call. When the
+/// policy has neither validate nor close_many (hooks that must see every object before any is
+/// unlisted), the range is checked in a first walk (nothing changed yet), then each object is
+/// queued and unlisted in one step of a second: both walks follow the caller's range, not the
+/// queue's links, and the unlist pass over the queue is gone (issue 36: the teardown demo's batch
+/// 203 → 193 instructions per object; bench/RESULTS.md). An object joins the batch as the walk
+/// reaches it: its dismantle flag turns on then, before its unlist (with the two calls, at the
+/// batch's start), as if it had been pushed a moment later. A contiguous range of T* taken
+/// without a projection (a std::vector<T*>) is also the batch's order hint: its later passes
+/// prefetch through it, as registry::unregister_many's do.
+/// Misuse: an element push_range would refuse (not registered, already going away, in a queue,
+/// named twice, a null pointer) refuses the whole range, as push_range does: every element is
+/// checked (and marked as this batch's) before the first unlist, so at a refused one nothing has
+/// changed — no object unlisted, no grace period. It is diagnosed as push_range diagnoses it:
+/// misuse_error (throw_error) or std::invalid_argument (a null pointer, always) is thrown;
+/// under misuse_policy::report, stats.refused is set and stats.skipped counts every element.
+/// Requires: as rollback_many; proj, and the range's iteration, do not throw.
+/// Throws: as rollback_many (what validate throws: nothing changed); and as said under Misuse.
+/// Blocking, complexity: as rollback_many.
+template <std::ranges::forward_range R, class Policy, class Flavor>
+batch_stats rollback_range(R&& objects, Policy&& policy, grace_domain<Flavor>& domain, const rollback_options& opts = {}) {
+  using T = detail::range_object_t<R, std::identity>;
+  std::identity proj;
+  return detail::run_range<T>(std::ranges::begin(objects), std::ranges::end(objects), proj, policy, domain, opts,
+                              detail::range_hint<T, std::remove_reference_t<R>, std::identity>(objects));
+}
+
+/// As above, with proj before the policy: rollback_range(range, proj, policy, domain[, opts]).
+template <std::ranges::forward_range R, class Proj, class Policy, class Flavor>
+  requires std::invocable<Proj&, std::ranges::range_reference_t<R>>
+batch_stats rollback_range(R&& objects, Proj proj, Policy&& policy, grace_domain<Flavor>& domain,
+                           const rollback_options& opts = {}) {
+  using T = detail::range_object_t<R, Proj>;
+  return detail::run_range<T>(std::ranges::begin(objects), std::ranges::end(objects), proj, policy, domain, opts,
+                              detail::range_hint<T, std::remove_reference_t<R>, Proj>(objects));
 }
 
 /// Effects: unregisters one object (of type U, or derived from its registrable base) through the

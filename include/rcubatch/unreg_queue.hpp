@@ -189,9 +189,8 @@ class unreg_queue : private detail::queue_base {
       return false;
     }
     const typename list_type::iterator before = list().empty() ? list().before_begin() : list().last();
-    std::optional<It> refused;  // where the end test stopped at a refused object
-    list().insert_after(before, checking_iterator<It, S, Proj>{first, &last, &proj, this, &refused},
-                        checking_iterator<It, S, Proj>{});
+    no_step step;
+    const std::optional<It> refused = link_range(before, first, last, proj, step);  // where it stopped, if refused
     if (refused) [[unlikely]] {
       const detail::registrable_base* const r = base_of(std::invoke(proj, **refused));
       const detail::queue_base* const seen_owner = r == nullptr ? nullptr : access::owner(*r);
@@ -224,13 +223,70 @@ class unreg_queue : private detail::queue_base {
     }
   }
 
+  /// link_range's step for push_range: nothing beyond the link.
+  struct no_step {
+    void operator()(detail::registrable_base&) const noexcept {}
+  };
+
+  /// Links the objects of [first, last) at the tail, checking each as push_range says, and calls
+  /// step(obj) for each accepted object right before Boost links it (rollback_range's fused walk
+  /// unlists it there: rollback_many.hpp). Stops at the first refused element and returns where
+  /// it is, the accepted prefix linked (the list whole); nullopt when every element was accepted.
+  /// Does not test for a running batch (rollback_range links into its own running queue).
+  /// `marked`: the objects were marked this queue's by mark_range (rollback_range checks the
+  /// whole range first, so that a refused element changes nothing); an element is then accepted
+  /// if it is marked so, instead of if it is in no queue.
+  template <class It, class S, class Proj, class Step>
+  std::optional<It> link_range(It first, S last, Proj& proj, Step& step, bool marked = false) {
+    typename list_type::iterator before = list().before_begin();
+    if (!list().empty()) before = list().last();
+    return link_range(before, first, last, proj, step, marked);
+  }
+  /// link_range after `before`, the list's last node (its before_begin() when empty).
+  template <class It, class S, class Proj, class Step>
+  std::optional<It> link_range(typename list_type::iterator before, It first, S last, Proj& proj, Step& step,
+                               bool marked = false) {
+    std::optional<It> refused;
+    if (marked) {  // checked already: the walk only links (and steps)
+      list().insert_after(before, checking_iterator<It, S, Proj, Step, true>{first, &last, &proj, this, &refused, &step},
+                          checking_iterator<It, S, Proj, Step, true>{});
+    } else {
+      list().insert_after(before, checking_iterator<It, S, Proj, Step>{first, &last, &proj, this, &refused, &step},
+                          checking_iterator<It, S, Proj, Step>{});
+    }
+    return refused;
+  }
+
+  /// rollback_range's check of a whole range before anything of it is unlisted: each element
+  /// is checked as push_range checks it and marked this queue's (nothing linked: the list is
+  /// untouched), so that an object named twice is caught at its second place. Returns the
+  /// first refused element (the ones before it stay marked: unmark_range), nullopt if none.
+  template <class It, class S, class Proj>
+  std::optional<It> mark_range(It first, S last, Proj& proj) noexcept {
+    for (It it = first; it != last; ++it) {
+      detail::registrable_base* const r = base_of(std::invoke(proj, *it));
+      if (r == nullptr || access::owner(*r) != nullptr || r->state() != reg_state::registered) [[unlikely]]
+        return it;
+      access::set_owner(*r, this);
+    }
+    return std::nullopt;
+  }
+  /// Undoes mark_range over [first, last), the elements it accepted.
+  template <class It, class Proj>
+  void unmark_range(It first, It last, Proj& proj) noexcept {
+    for (It it = first; it != last; ++it) access::set_owner(*base_of(std::invoke(proj, *it)), nullptr);
+  }
+
   /// push_range's view of the caller's range for Boost's insert_after: yields the objects'
-  /// registrable bases, marking each owned by this queue as Boost links it; its end test
+  /// registrable bases, marking each owned by this queue as Boost links it (and running the
+  /// caller's step on it); its end test
   /// (Boost's `f != l`, once per element, right before `*f`) checks the next object and ends the
   /// range at a refused one, so that Boost leaves the list whole (header written) with the
   /// accepted prefix linked. The mark is how an object named twice is caught. A
   /// default-constructed one is the end.
-  template <class It, class S, class Proj>
+  /// Marked: the range passed mark_range (each object checked and marked this queue's): no
+  /// check and no mark again.
+  template <class It, class S, class Proj, class Step, bool Marked = false>
   struct checking_iterator {
     using iterator_category = std::forward_iterator_tag;
     using value_type = detail::registrable_base;
@@ -242,12 +298,14 @@ class unreg_queue : private detail::queue_base {
     Proj* proj = nullptr;
     unreg_queue* queue = nullptr;
     std::optional<It>* refused = nullptr;
+    Step* step = nullptr;
     // The object the last end test accepted (Boost dereferences right after it): the element is
     // read and projected once.
     mutable detail::registrable_base* current = nullptr;
 
     reference operator*() const {
-      access::set_owner(*current, queue);
+      if constexpr (!Marked) access::set_owner(*current, queue);
+      (*step)(*current);
       return *current;
     }
     checking_iterator& operator++() {
@@ -258,6 +316,7 @@ class unreg_queue : private detail::queue_base {
     bool operator!=(const checking_iterator&) const {
       if (it == *last) return false;
       current = base_of(std::invoke(*proj, *it));
+      if constexpr (Marked) return true;
       if (current != nullptr && access::owner(*current) == nullptr && current->state() == reg_state::registered)
           [[likely]]
         return true;
@@ -379,6 +438,32 @@ struct queue_access {
   static void remove_from_owner(registrable_base& r) noexcept {
     registrable_access::erase(registrable_access::list_of(*registrable_access::owner(r)), r);
     registrable_access::set_owner(r, nullptr);
+  }
+  /// rollback_range (rollback_many.hpp): push_range's checks and link, with `step` run on each
+  /// accepted object, into a queue whose batch runs; stops at a refused element (returned).
+  template <class T, class It, class S, class Proj, class Step>
+  static std::optional<It> link_range(unreg_queue<T>& q, It first, S last, Proj& proj, Step& step,
+                                      bool marked = false) {
+    return q.link_range(first, last, proj, step, marked);
+  }
+  template <class T, class It, class S, class Proj>
+  static std::optional<It> mark_range(unreg_queue<T>& q, It first, S last, Proj& proj) noexcept {
+    return q.mark_range(first, last, proj);
+  }
+  template <class T, class It, class Proj>
+  static void unmark_range(unreg_queue<T>& q, It first, It last, Proj& proj) noexcept {
+    q.unmark_range(first, last, proj);
+  }
+  /// The registrable base of a range element (nullptr for a null pointer), as push_range sees it.
+  template <class T, class E>
+  static registrable_base* base_of(E&& e) noexcept {
+    return unreg_queue<T>::base_of(std::forward<E>(e));
+  }
+  /// push_range's diagnosis of a refused element (throws std::invalid_argument for a null one).
+  template <class T>
+  static bool refuse_in_range(unreg_queue<T>& q, const registrable_base* r, const queue_base* seen_owner,
+                              std::size_t index) {
+    return q.refuse_in_range(r, seen_owner, index);
   }
 };
 }  // namespace detail
