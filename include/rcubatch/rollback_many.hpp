@@ -25,8 +25,9 @@
 //
 // A single unregister (unregister_one) is a batch of one through the same code. rollback_range
 // (below) is push_range and rollback_many in one call, over the caller's range of objects or
-// pointers: when the policy has neither validate nor close_many, each object is checked, queued
-// and unlisted in one step of one walk over the range (issue 36).
+// pointers, all or nothing: the range is checked first; then, when the policy has neither
+// validate nor close_many, each object is queued and unlisted in one step of one walk over the
+// range (issue 36).
 //
 // Memory ordering. For any reader section R of the domain's flavor and any object X of the batch:
 // if R began before the unlink that unpublished X (unlist for X; a hook's unlink for a retiree),
@@ -70,8 +71,8 @@
 // uninit pass without its hook; an owning<> policy's notify pass runs only in a round where an
 // object has a child to queue (the unlist pass notes it); the drain is one walk that destroys
 // every object nobody holds as it meets it. Per object, at 10^4 (callgrind, the demo's layout,
-// bench/teardown_passes.cpp): rollback_range 193 instructions (all or nothing: a check pass first) against the floor's 156; push_range
-// then rollback_many 203 (250 / 166 before issue 36's changes to the drain's walk, the look-ahead
+// bench/teardown_passes.cpp): rollback_range 193 instructions (its check pass included) against
+// the floor's 156; push_range then rollback_many 203 (250 / 166 before issue 36's changes to the drain's walk, the look-ahead
 // and registrable's destructor; bench/RESULTS.md, "Fewer passes" and "One walk for the queue and
 // the unlist").
 // bench/RESULTS.md compares it with call_rcu, libcds and DPDK.
@@ -806,7 +807,7 @@ class rollback_engine {
     const std::optional<It> refused = lane.queue_and_unlist(first, last, proj, stats_);
     if (refused) [[unlikely]]
       note_refused(*refused);  // now, while the refused element is as the caller left it
-    if (all_queues_empty()) {  // the first element was refused: nothing changed
+    if (all_queues_empty()) {  // the walk took nothing (mark_range accepted every element: not expected)
       each([](auto& l) { l.finish(); });
       return finish(start_);
     }
