@@ -816,6 +816,10 @@ MUTANTS += [  # issue 36 (r36-teardown): rollback_range's fused walk (each kille
      "    if (in_read_section<Flavor>()) return refuse_in_read_section();\n    stats_.batch_id",
      "    stats_.batch_id",
      rr("is_refused_inside_a_read_section_with_nothing_queued")),
+    ("range_check_ignores_another_queue", UQ,  # an object in another queue is taken into the batch
+     "      if (r == nullptr || access::owner(*r) != nullptr || r->state() != reg_state::registered) [[unlikely]]",
+     "      if (r == nullptr || r->state() != reg_state::registered) [[unlikely]]",
+     rr("refuses_an_object_queued_elsewhere_and_leaves_it_in_its_queue")),
 ]
 
 

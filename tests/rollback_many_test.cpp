@@ -441,6 +441,30 @@ TEST_F(rollback_many_counting, rollback_range_refuses_a_null_pointer_and_an_obje
   EXPECT_EQ(s.objects, 3u) << "no object was left marked as queued";
 }
 
+/// A seam: an object already in another queue (a caller's unreg_queue; an async_unregister's
+/// submitted objects sit in its queues the same way) refuses the whole range and stays where it is.
+TEST_F(rollback_many_counting, rollback_range_refuses_an_object_queued_elsewhere_and_leaves_it_in_its_queue) {
+  auto nodes = make_registered(3);
+  unreg_queue<node> other;
+  ASSERT_TRUE(other.push(*nodes[1]));
+  {
+    scoped_misuse_policy report(misuse_policy::report, quiet_reporter);
+    const unsigned long before = misuse_count(misuse_kind::queued_in_other_queue);
+    const batch_stats s = rollback_range(nodes, fused_policy{{.log = &log}}, domain);
+    EXPECT_EQ(misuse_count(misuse_kind::queued_in_other_queue), before + 1);
+    EXPECT_TRUE(s.refused);
+    EXPECT_EQ(s.skipped, 3u);
+  }
+  EXPECT_TRUE(log.empty());
+  EXPECT_EQ(fake::synchronizes(), 0u);
+  EXPECT_EQ(other.size(), 1u) << "still in its own queue";
+  for (node* n : nodes) EXPECT_EQ(n->state(), reg_state::registered);
+  // Its own queue's batch takes it; the other two go through rollback_range.
+  EXPECT_EQ(rollback_many(other, recording_policy{}, domain).objects, 1u);
+  std::vector<node*> rest{nodes[0], nodes[2]};
+  EXPECT_EQ(rollback_range(rest, fused_policy{{.log = &log}}, domain).objects, 2u);
+}
+
 TEST_F(rollback_many_counting, rollback_range_is_refused_inside_a_read_section_with_nothing_queued) {
   auto nodes = make_registered(3);
   {
