@@ -381,25 +381,22 @@ class typed_lane : public lane_base {
   /// mark_range accepted and marked: the link and the unlist of each object in one walk over the caller's range,
   /// instead of a walk for the push and one over the queue for the unlist (issue 36). The unlist
   /// runs as the object is queued, right before Boost links it into the lane's queue. The range
-  /// was checked (mark_range), so the walk takes every element: nullopt (the optional is
-  /// link_range's, whose unmarked walk may stop at a refused element).
+  /// was checked (mark_range), so the walk takes every element.
   template <class It, class S, class Proj>
-  std::optional<It> queue_and_unlist(It first, S last, Proj& proj, batch_stats& stats) noexcept {
+  void queue_and_unlist(It first, S last, Proj& proj, batch_stats& stats) noexcept {
     static_assert(!hooks_type::has_validate && !hooks_type::has_close_many,
                   "rcubatch: the fused walk skips validate and close_many");
     timed(stats, phase::close, [] {});  // no close_many: the phase's entry, as close_and_unlist_new counts it
-    std::optional<It> refused;
     timed(stats, phase::unlist, [&] {
       hooks_type hooks = hooks_;
       bool children = children_to_queue_;
       auto step = [this, &hooks, &children](registrable_base& r) __attribute__((always_inline)) {
         unlist_one<true>(r, hooks, children);
       };
-      refused = queue_access::link_range(queue_, first, last, proj, step, true);  // marked: mark_range
-      if (!objects().empty()) unlisted_ = iterator(objects().last());
+      queue_access::link_range(queue_, first, last, proj, step, true);  // marked: takes every element
+      unlisted_ = iterator(objects().last());
       children_to_queue_ = children;
     });
-    return refused;
   }
 
   /// notify (phase.hpp) for the objects unlisted since the last call (dependents they queue come later).
@@ -785,8 +782,7 @@ class rollback_engine {
   /// phases of run(), with the queueing of [first, last) fused into the unlist pass.
   /// All or nothing: every element is checked first (mark_range); at a refused one,
   /// note_refused(it) is called, the marks are undone and nothing has changed (no batch, no
-  /// grace period). Otherwise the walk cannot refuse (if it did, note_refused would be called
-  /// with the element, the objects before it torn down). Returns the stats.
+  /// grace period). Otherwise the walk queues and unlists every element. Returns the stats.
   template <class It, class S, class Proj, class Note>
   batch_stats run_range(It first, S last, Proj& proj, Note&& note_refused) {
     static_assert(kLanes == 1);
@@ -804,13 +800,7 @@ class rollback_engine {
     // --- point of no return ---
     start_running();
     RCUBATCH_PROBE(batch_start, stats_.batch_id, std::ranges::distance(first, last));
-    const std::optional<It> refused = lane.queue_and_unlist(first, last, proj, stats_);
-    if (refused) [[unlikely]]
-      note_refused(*refused);  // now, while the refused element is as the caller left it
-    if (all_queues_empty()) {  // the walk took nothing (mark_range accepted every element: not expected)
-      each([](auto& l) { l.finish(); });
-      return finish(start_);
-    }
+    lane.queue_and_unlist(first, last, proj, stats_);  // first != last: the queue is not empty
     after_unlist();
     return run_after_grace_periods(false);
   }
