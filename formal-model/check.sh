@@ -10,7 +10,8 @@
 # -DMUTANT=n), when a run completed with errors > 0 (the safety run's, else the liveness run's;
 # the liveness run is skipped once the safety run caught the mutant): a mutated model
 # that the checks do not catch fails, and so does one that does not build or run.
-# The -D options select the configuration (BACKGROUND, DRAIN, BROADCAST, ORDERED, BUDGET,
+# The -D options select the configuration (BACKGROUND, DRAIN, BROADCAST, ORDERED, BUDGET, PUBLISH,
+# BATCH_COUNT, SUBMIT_ONLY, SECOND_SUBMIT, HELD, REACH,
 # HOLD_UNTIL_OTHERS, MUTANT: see the model). --safety-only skips the liveness run (for the largest
 # background configurations, whose liveness runs take 15-40 s of CPU here: a sleeper nobody wakes is still an invalid
 # end state of the safety run once everything else has stopped).

@@ -39,8 +39,10 @@
  *      it, m_ is an explicit lock (mx, and the writer lock wl); -DBUDGET, -DBATCH_COUNT (3 by
  *      default: the lock-free path is then reached, through the budget's one-object overshoot),
  *      -DSUBMIT_ONLY=1 (caller 2 never waits, so only the background thread, or in manual mode
- *      a budget-blocked submitter, can run its request before shutdown) and -DHELD=0 (no held
- *      object) select the configuration. Checked with DRAIN=2 (the code) only.
+ *      a budget-blocked submitter, can run its request before shutdown), -DHELD=0 (no held
+ *      object) and -DSECOND_SUBMIT=1 (caller 2 submits a fourth object after its first: only
+ *      then does a submit publish without m_ while another is blocked; -DREACH=1 asserts that it
+ *      does not) select the configuration. Checked with DRAIN=2 (the code) only.
  * Which code each step of PUBLISH=1 stands for (async_unregister.hpp, main 50a2e67):
  *   submit_p   submit_request -> lock_writer (wl), submit_locked: budget_.over() looked at under
  *              the writer lock without m_ (full: unlock, reserve, retry with `reserved`);
@@ -106,7 +108,21 @@
  */
 
 #define NC 3     /* callers: syncer 0 (its object held), syncer 1, submitter 2 */
+#ifndef SECOND_SUBMIT
+#define SECOND_SUBMIT 0
+#endif
+#if SECOND_SUBMIT
+#define NOBJ 4   /* object i is caller i's; caller 2 submits object 3 too */
+#else
 #define NOBJ 3   /* object i is caller i's */
+#endif
+#define LAST (NOBJ - 1) /* caller 2's last object */
+/* REACH=1: an assertion that fails where a submit publishes without m_ while another submitter
+ * is blocked (blocked_now_ > 0) — a check that the configuration reaches the handshake at all
+ * (with one object per caller it never does: README.md, Findings). */
+#ifndef REACH
+#define REACH 0
+#endif
 
 #ifndef BUDGET
 #define BUDGET 1 /* objects charged (submitted, not destroyed) at most; one always fits alone */
@@ -515,10 +531,10 @@ inline notify_done() {
  * runs and requests are pending (run_claimed), else sleeps on done_cv_. From the count to the
  * sleep it holds m_ (mx) across separate steps: a submit's lock-free store of issued_ may land
  * between them (the store/load handshake with publish). */
-inline reserve_p(c) {
+inline reserve_p(c, o) {
   atomic { M_
     if
-    :: charged == 0 || charged + 1 <= BUDGET -> charged++; chg[c] = true; fitted = true
+    :: charged == 0 || charged + 1 <= BUDGET -> charged++; chg[o] = true; fitted = true
     :: else -> fitted = false; mx = _pid + 1; blocked++; wake_runner() /* ++blocked_now_; work_cv_.notify_all() */
     fi
   };
@@ -529,7 +545,7 @@ inline reserve_p(c) {
           assert(mx == _pid + 1);
           if
           :: charged == 0 || charged + 1 <= BUDGET ->
-             blocked--; charged++; chg[c] = true; mx = 0; assert(charged <= BUDGET + 1); break
+             blocked--; charged++; chg[o] = true; mx = 0; assert(charged <= BUDGET + 1); break
           :: else ->
 #if !BACKGROUND
              if
@@ -553,9 +569,9 @@ inline reserve_p(c) {
 }
 
 /* async_unregister::submit_request / submit_locked / record_request / publish for caller c's
- * object c; `waits`: caller_waits (unregister: its caller leads its batch). Holds the writer
+ * object o; `waits`: caller_waits (unregister: its caller leads its batch). Holds the writer
  * lock (wl) from the look at the budget to publish's end. */
-inline submit_p(c, waits) {
+inline submit_p(c, o, waits) {
   reserved = false;
   do
   :: atomic { wl == 0 -> /* lock_writer; submit_locked's first look at the budget: no m_ */
@@ -567,21 +583,21 @@ inline submit_p(c, waits) {
      };
      if
      :: fitted -> break
-     :: else -> reserve_p(c); reserved = true /* submit_over_budget: charged ahead, tries again */
+     :: else -> reserve_p(c, o); reserved = true /* submit_over_budget: charged ahead, tries again */
      fi
   od;
   atomic { /* record_request: the charge, a lock-free read-modify-write (not if reserved); queued, unlisted */
     if
-    :: !reserved -> charged++; chg[c] = true; assert(charged <= BUDGET + 1) /* reclaim_budget.hpp's bound */
+    :: !reserved -> charged++; chg[o] = true; assert(charged <= BUDGET + 1) /* reclaim_budget.hpp's bound */
     :: else -> skip
     fi;
-    st[c] = PENDING;
-    seq[c] = issued + 1; /* issued_.load(relaxed) + 1: only submits store it, under the writer lock */
+    st[o] = PENDING;
+    seq[o] = issued + 1; /* issued_.load(relaxed) + 1: only submits store it, under the writer lock */
     /* publish's transition test, under the writer lock: the first pending request (the ticket
      * after taken_), the BATCH_COUNT-th (transition_seq_) */
-    nt = (seq[c] == tseq
+    nt = (seq[o] == tseq
 #if MUT_FIRST_LOCKFREE
-          && seq[c] != taken + 1 /* MUTANT 6, 9: the first pending request is no transition */
+          && seq[o] != taken + 1 /* MUTANT 6, 9: the first pending request is no transition */
 #endif
          )
   };
@@ -589,13 +605,13 @@ inline submit_p(c, waits) {
   :: nt ->
 #if MUTANT != 7
      atomic { M_ /* { scoped_lock(m_); issued_.store(seq); ...; wake_blocked = blocked_now_ > 0; } */
-       tseq = (seq[c] - taken < BATCH_COUNT -> taken + BATCH_COUNT : NEVER);
-       issued = seq[c];
+       tseq = (seq[o] - taken < BATCH_COUNT -> taken + BATCH_COUNT : NEVER);
+       issued = seq[o];
        wb = blocked > 0
      };
 #else
      /* MUTANT 7: the transition published without m_ (store, then load: still seq_cst) */
-     tseq = (seq[c] - taken < BATCH_COUNT -> taken + BATCH_COUNT : NEVER); issued = seq[c];
+     tseq = (seq[o] - taken < BATCH_COUNT -> taken + BATCH_COUNT : NEVER); issued = seq[o];
      wb = blocked > 0;
 #endif
      if
@@ -614,11 +630,17 @@ inline submit_p(c, waits) {
   :: else ->
      /* no transition: pending_ was > 0 already and stays under every threshold */
 #if !MUT_HANDSHAKE_REORDERED
-     issued = seq[c]; /* issued_.store(seq): seq_cst */
-     atomic { wb = blocked > 0; if :: !wb -> wl = 0 :: else -> skip fi } /* blocked_now_.load() after it */
+     issued = seq[o]; /* issued_.store(seq): seq_cst */
+     atomic {
+       wb = blocked > 0; /* blocked_now_.load() after it */
+#if REACH
+       assert(!wb); /* REACH: fails once a submit publishes without m_ while another is blocked */
+#endif
+       if :: !wb -> wl = 0 :: else -> skip fi
+     }
 #else
      atomic { wb = blocked > 0; skip } /* MUTANT 8, 9: blocked_now_ loaded before the store */
-     atomic { issued = seq[c]; if :: !wb -> wl = 0 :: else -> skip fi }
+     atomic { issued = seq[o]; if :: !wb -> wl = 0 :: else -> skip fi }
 #endif
      if
      :: wb ->
@@ -718,7 +740,7 @@ end_idle: atomic { !bg_asleep || (NPENDING > 0 && !running) -> bg_asleep = false
 proctype syncer(byte me) {
   byte j, k, q; bool found, mine, slept, parked, ok; SUBMIT_LOCALS
 #if PUBLISH
-  submit_p(me, true);
+  submit_p(me, me, true);
 #else
   charge(me);
   enqueue(me);
@@ -729,7 +751,10 @@ proctype syncer(byte me) {
 proctype submitter(byte me) {
   byte j, k, q; bool found, mine, slept, parked, ok; SUBMIT_LOCALS
 #if PUBLISH
-  submit_p(me, false);
+  submit_p(me, me, false);
+#if SECOND_SUBMIT
+  submit_p(me, LAST, false);
+#endif
 #else
   charge(me);
   enqueue(me);
@@ -741,7 +766,7 @@ proctype submitter(byte me) {
 #if SUBMIT_ONLY
   (returned == NC - 1); /* manual mode: waits for its ticket only once the others returned (shutdown) */
 #endif
-  wait_entry(me, me)
+  wait_entry(me, LAST) /* (SECOND_SUBMIT: its later ticket; no batch parks an object of caller 2) */
 #endif
 }
 
@@ -800,7 +825,7 @@ init {
 #endif
   }
 #if SUBMIT_ONLY
-  (returned == NC && st[NC - 1] == DESTROYED);
+  (returned == NC && st[NC - 1] == DESTROYED && st[LAST] == DESTROYED);
 #else
   (returned == NC);
 #endif
@@ -813,7 +838,7 @@ init {
 }
 
 #if SUBMIT_ONLY
-ltl all_return { <> (returned == NC && st[2] == DESTROYED) }
+ltl all_return { <> (returned == NC && st[2] == DESTROYED && st[LAST] == DESTROYED) }
 #else
 ltl all_return { <> (returned == NC) }
 #endif

@@ -20,7 +20,8 @@
 //     that looks at pending looks for pending > 0 or a threshold, which only a transition makes
 //     true (publish's comment). It then loads blocked_now_ (seq_cst, after the store) and, if a
 //     submitter is blocked, takes m_ (an empty critical section) and notifies work_cv_ and
-//     done_cv_: a second guard — the model finds no wake-up that needs it (below).
+//     done_cv_: a second guard, since a blocked submitter already saw pending > 0 under m_ — the
+//     model finds no wake-up that needs it (below).
 //   Budget-blocked submitter (reserve): under m_, ++blocked_now_ and notifies work_cv_ (a batch
 //     is due for the background thread); then, m_ held, while the bytes do not fit: in manual
 //     mode, if no batch runs and requests are pending, runs one itself (Batch, below); else
@@ -90,8 +91,9 @@
 // one object. Mutants it catches: the first pending request published without m_ (the Runner
 // sleeps with no timer), a transition published without m_ (a blocked submitter or the Runner,
 // between its look and its wait, misses the notify), a transition that does not notify done_cv_
-// for a blocked submitter. The load of blocked_now_ before the store (a reordered handshake) is
-// caught only together with the first mutant: with the transition rule right, no sleeper needs it.
+// for a blocked submitter. The handshake (a publish without m_ seeing blocked_now_ > 0; reached
+// when one caller submits twice) may be reordered or dropped with no check failing: a sleeper
+// needs it only when the transition test is wrong (with the first mutant, reordered, it fails).
 #pragma once
 
 #include <algorithm>
