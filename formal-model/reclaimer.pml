@@ -6,7 +6,8 @@
  *     a caller asleep forever is also an invalid end state of the safety run);
  *   - ticket done => object destroyed: an assertion where a caller's wait returns (its object,
  *     and with ORDERED every object of an earlier ticket); at the end every object destroyed and
- *     the budget's charge back to 0.
+ *     the budget's charge back to 0 (with SUBMIT_ONLY, the end and all_return also wait for the
+ *     object nobody waits for); with PUBLISH=1, the charge never above the budget + one object.
  *
  * Four designs of the ref drain and of completion (-DDRAIN=n):
  *   0  (default) the design issue 35 asks for: per-caller wait entries completed per object; an
@@ -31,6 +32,43 @@
  * once every object of it and of every earlier ticket is destroyed.
  * -DHOLD_UNTIL_OTHERS=1: the holder puts its reference only once callers 1 and 2 returned — "a
  * held object delays only the objects that depend on it" (issue 35): it deadlocks where it does not.
+ *
+ * The submit (-DPUBLISH=n):
+ *   0  (default) one step under m_: charge (reserve's loop) and enqueue — main before 2026-12-05.
+ *   1  the code since 2026-12-05 (r35-submit, ce8c5a4): no m_ on a submit's common path. With
+ *      it, m_ is an explicit lock (mx, and the writer lock wl); -DBUDGET, -DBATCH_COUNT (3 by
+ *      default: the lock-free path is then reached, through the budget's one-object overshoot),
+ *      -DSUBMIT_ONLY=1 (caller 2 never waits, so only the background thread, or in manual mode
+ *      a budget-blocked submitter, can run its request before shutdown), -DHELD=0 (no held
+ *      object) and -DSECOND_SUBMIT=1 (caller 2 submits a fourth object after its first: only
+ *      then does a submit publish without m_ while another is blocked; -DREACH=1 asserts that it
+ *      does not) select the configuration. Checked with DRAIN=2 (the code) only.
+ * Which code each step of PUBLISH=1 stands for (async_unregister.hpp, main 50a2e67):
+ *   submit_p   submit_request -> lock_writer (wl), submit_locked: budget_.over() looked at under
+ *              the writer lock without m_ (full: unlock, reserve, retry with `reserved`);
+ *              record_request: budget_.charge (a lock-free fetch_add: a reserve can charge
+ *              between the look and it — reclaim_budget.hpp's "budget + one object", asserted),
+ *              the ticket issued_ + 1, the transition test (seq == transition_seq_; the
+ *              batch_bytes and own-hook transitions are not modelled); then publish:
+ *              transition  under m_: transition_seq_ moved on, issued_ stored, blocked_now_
+ *                          loaded (wake_blocked); after m_: work_cv_.notify_all() unless the
+ *                          caller waits (unregister) and nobody is blocked, done_cv_.notify_all()
+ *                          if someone is; the writer lock released when submit returns.
+ *              otherwise   issued_.store(seq) then blocked_now_.load() (two steps, both seq_cst:
+ *                          Spin's interleaving is sequentially consistent); if > 0, an empty
+ *                          critical section of m_, then work_cv_ and done_cv_ notified.
+ *   reserve_p  reserve(): under m_, ++blocked_now_ and work_cv_.notify_all(); then, m_ still
+ *              held, each look of `while (!budget_.fits)` (manual: !running_ && pending() > 0 ->
+ *              run_claimed) is a step of its own before the wait (done_cv_: releases m_ as it
+ *              sleeps); --blocked_now_ and the charge when it fits.
+ *   runner     reclaimer_loop() under m_: one step for the lot/due() look (pending() >=
+ *              batch_count, blocked_now_ > 0, the age deadline passed), a second for the
+ *              deadline's look at pending() (an age timer is armed only if requests are pending
+ *              and no batch runs), a third for wait_until (releases m_); woken by a notify or by
+ *              its armed timer, after which the age counts as passed.
+ *   run_batch  run_batch_unlocked's take, under the writer lock and m_: taken_ = issued_,
+ *              transition_seq_ = issued_ + 1.
+ * Every other critical section of m_ stays one atomic step, which waits for mx to be free.
  *
  * Which code each process stands for (include/rcubatch/async_unregister.hpp on main 4ec65a2 and
  * r35-core a3738be, unless said otherwise):
@@ -60,10 +98,31 @@
  *      is destroyed: issue 35's item 1)
  *   4  a destroy (a release of the budget's charge) does not wake the submitters blocked by it
  *   5  (DRAIN=3) a parking batch keeps the run: the batches behind it wait for the holder
+ * Mutants of PUBLISH=1 (what catches each: formal-model/README.md):
+ *   6  the first pending request is taken for no transition: published without m_, no notify
+ *   7  a transition published without m_ (its store, load and notifies as before, unlocked)
+ *   8  the no-m_ path loads blocked_now_ before it stores issued_ (reordered, as relaxed
+ *      atomics may be): NOT caught, alone — see the README
+ *   9  6 and 8 together
+ *   10 a transition does not notify done_cv_ when a submitter is blocked on the budget
  */
 
 #define NC 3     /* callers: syncer 0 (its object held), syncer 1, submitter 2 */
+#ifndef SECOND_SUBMIT
+#define SECOND_SUBMIT 0
+#endif
+#if SECOND_SUBMIT
+#define NOBJ 4   /* object i is caller i's; caller 2 submits object 3 too */
+#else
 #define NOBJ 3   /* object i is caller i's */
+#endif
+#define LAST (NOBJ - 1) /* caller 2's last object */
+/* REACH=1: an assertion that fails where a submit publishes without m_ while another submitter
+ * is blocked (blocked_now_ > 0) — a check that the configuration reaches the handshake at all
+ * (with one object per caller it never does: README.md, Findings). */
+#ifndef REACH
+#define REACH 0
+#endif
 
 #ifndef BUDGET
 #define BUDGET 1 /* objects charged (submitted, not destroyed) at most; one always fits alone */
@@ -102,6 +161,48 @@
 #ifndef MUTANT
 #define MUTANT 0
 #endif
+/* PUBLISH=1: the submit as the code makes it since 2026-12-05 (async_unregister::submit_locked,
+ * record_request, publish, reserve): under the registry's writer lock, the budget looked at and
+ * charged without m_; the request published by a store of issued_ without m_ unless it is a
+ * transition (the first pending request, the BATCH_COUNT-th), which publishes under m_ and
+ * notifies after; a submitter blocked on the budget counted in blocked_now_ (under m_), which a
+ * publish loads after its store of issued_ (seq_cst). m_ is then an explicit lock (mx): the
+ * sections that read what a submit changes without m_ (reserve's, the background thread's) are
+ * split at each such read, holding mx, and every other critical section waits for mx. PUBLISH=0:
+ * the submit as one step under m_ (the model before; its checks below are unchanged). */
+#ifndef PUBLISH
+#define PUBLISH 0
+#endif
+#ifndef BATCH_COUNT
+#define BATCH_COUNT 3 /* async_options::batch_count (PUBLISH=1); see the README on which paths each value reaches */
+#endif
+/* SUBMIT_ONLY=1 (PUBLISH=1): caller 2 submits and never waits for its ticket (submit-only
+ * traffic: the background thread's, or in manual mode a budget-blocked submitter's) — in manual
+ * mode it waits for it only once callers 0 and 1 returned (a drain at shutdown); the checks then
+ * also require its object destroyed. */
+/* HELD=0: nobody holds object 0 (no holder, nothing parks): the publish checks of the
+ * background thread, small enough for every CI run. */
+#ifndef HELD
+#define HELD 1
+#endif
+#ifndef SUBMIT_ONLY
+#define SUBMIT_ONLY 0
+#endif
+#define NEVER 255 /* transition_seq_'s kNever */
+#if PUBLISH
+#define NPENDING (issued - taken)
+#define M_ (mx == 0) ->
+#define MW_ (mx == 0 && wl == 0) ->
+#else
+#define NPENDING pending
+#define M_
+#define MW_
+#endif
+/* The mutants of the lock-free publish (PUBLISH=1): 6, the first pending request taken for no
+ * transition (the no-m_ path); 8, the no-m_ path loads blocked_now_ before it stores issued_ (as
+ * relaxed atomics may be reordered); 9, both. */
+#define MUT_FIRST_LOCKFREE (MUTANT == 6 || MUTANT == 9)
+#define MUT_HANDSHAKE_REORDERED (MUTANT == 8 || MUTANT == 9)
 
 mtype = { REG, PENDING, TAKEN, PARKED, READY, DESTROYED };
 
@@ -111,7 +212,15 @@ bool chg[NOBJ];   /* its bytes are charged to the budget */
 byte seq[NOBJ];   /* its ticket (issued_ at its submit) */
 byte issued;
 byte charged;     /* the budget's charge */
+#if PUBLISH
+byte taken;       /* the last ticket taken by a batch (taken_): pending_ = issued - taken */
+byte tseq;        /* transition_seq_: the ticket whose publish is a transition (under wl) */
+byte wl;          /* the registry's writer lock: 0, or its holder's pid + 1 */
+byte mx;          /* m_: 0, or its holder's pid + 1 */
+byte blocked;     /* blocked_now_: submitters blocked on the budget (changed under m_) */
+#else
 byte pending;     /* requests submitted, not taken by a batch (pending_) */
+#endif
 byte ready;       /* DRAIN=0, 2: parked objects whose last put came, to destroy */
 bool running;     /* a batch holds the run (running_) */
 byte owner[NOBJ]; /* the pid of the batch that took it (255: none) */
@@ -230,12 +339,12 @@ inline hand_off() {
   :: else -> break
   od;
   if
-  :: pending > 0 || ready > 0 -> wake_runner()
+  :: NPENDING > 0 || ready > 0 -> wake_runner()
   :: else -> skip
   fi
 #else
   if
-  :: pending > 0 || ready > 0 ->
+  :: NPENDING > 0 || ready > 0 ->
      found = false;
      k = 0;
      do
@@ -302,7 +411,7 @@ inline park() {
 /* One batch (the caller has set running under m_). */
 inline run_batch() {
   parked = false;
-  atomic {
+  atomic { MW_ /* PUBLISH=1: the take is under the writer lock and m_ (run_batch_unlocked) */
     /* DRAIN=0, 2: objects handed back by their last put, destroyed first */
     j = 0;
     do
@@ -325,14 +434,19 @@ inline run_batch() {
        j++
     :: else -> break
     od;
+#if PUBLISH
+    taken = issued;
+    tseq = issued + 1 /* the next request is a transition again */
+#else
     pending = 0
+#endif
   }
   /* grace periods: readers are not modelled; other processes interleave here */
   j = 0;
   do
   :: j < NOBJ ->
 drain_one:
-     atomic {
+     atomic { M_
        if
        :: owner[j] == _pid && st[j] == TAKEN && ref[j] == 0 -> destroy(j)
 #if DRAIN == 0 || DRAIN == 2
@@ -356,7 +470,7 @@ drain_one:
   :: else -> break
   od;
   /* the end: owner[] of this batch's objects is cleared (a later batch of this process) */
-  atomic {
+  atomic { M_
     j = 0;
     do
     :: j < NOBJ -> if :: owner[j] == _pid -> owner[j] = 255 :: else -> skip fi; j++
@@ -381,7 +495,7 @@ inline charge(c) {
        :: else ->
 #if !BACKGROUND
           if
-          :: !running && (pending > 0 || ready > 0) -> running = true; mine = true
+          :: !running && (NPENDING > 0 || ready > 0) -> running = true; mine = true
           :: else -> bsleep[c] = true; mine = false
           fi
 #else
@@ -401,11 +515,149 @@ inline enqueue(o) {
   atomic { st[o] = PENDING; seq[o] = issued; issued++; pending++ }
 }
 
+#if PUBLISH
+/* done_cv_.notify_all(): every waiter and budget-blocked submitter asleep re-checks. */
+inline notify_done() {
+  k = 0;
+  do
+  :: k < NC -> asleep[k] = false; bsleep[k] = false; k++
+  :: else -> break
+  od
+}
+
+/* async_unregister::reserve (over_budget::block), for caller c whose submit found the budget
+ * full: under m_, charges one object if it fits; else counts itself in blocked_now_, notifies
+ * work_cv_ and, while the object does not fit, in manual mode runs the batch itself when none
+ * runs and requests are pending (run_claimed), else sleeps on done_cv_. From the count to the
+ * sleep it holds m_ (mx) across separate steps: a submit's lock-free store of issued_ may land
+ * between them (the store/load handshake with publish). */
+inline reserve_p(c, o) {
+  atomic { M_
+    if
+    :: charged == 0 || charged + 1 <= BUDGET -> charged++; chg[o] = true; fitted = true
+    :: else -> fitted = false; mx = _pid + 1; blocked++; wake_runner() /* ++blocked_now_; work_cv_.notify_all() */
+    fi
+  };
+  if
+  :: !fitted ->
+     do
+     :: atomic { /* m_ held: while (!budget_.fits) { manual: if (!running_ && pending() > 0) ... } */
+          assert(mx == _pid + 1);
+          if
+          :: charged == 0 || charged + 1 <= BUDGET ->
+             blocked--; charged++; chg[o] = true; mx = 0; assert(charged <= BUDGET + 1); break
+          :: else ->
+#if !BACKGROUND
+             if
+             :: !running && NPENDING > 0 -> running = true; mine = true; mx = 0 /* run_claimed */
+             :: else -> mine = false
+             fi
+#else
+             mine = false
+#endif
+          fi
+        };
+        if
+        :: mine -> run_batch(); mine = false; atomic { M_ mx = _pid + 1 } /* run_claimed relocks m_ */
+        :: else ->
+           atomic { bsleep[c] = true; mx = 0 };                 /* done_cv_.wait releases m_ as it sleeps */
+           atomic { !bsleep[c] && mx == 0 -> mx = _pid + 1 }    /* woken: m_ again */
+        fi
+     od
+  :: else -> skip
+  fi
+}
+
+/* async_unregister::submit_request / submit_locked / record_request / publish for caller c's
+ * object o; `waits`: caller_waits (unregister: its caller leads its batch). Holds the writer
+ * lock (wl) from the look at the budget to publish's end. */
+inline submit_p(c, o, waits) {
+  reserved = false;
+  do
+  :: atomic { wl == 0 -> /* lock_writer; submit_locked's first look at the budget: no m_ */
+       wl = _pid + 1;
+       if
+       :: !reserved && charged + 1 > BUDGET -> wl = 0; fitted = false /* no_room: unlocks, blocks in reserve */
+       :: else -> fitted = true
+       fi
+     };
+     if
+     :: fitted -> break
+     :: else -> reserve_p(c, o); reserved = true /* submit_over_budget: charged ahead, tries again */
+     fi
+  od;
+  atomic { /* record_request: the charge, a lock-free read-modify-write (not if reserved); queued, unlisted */
+    if
+    :: !reserved -> charged++; chg[o] = true; assert(charged <= BUDGET + 1) /* reclaim_budget.hpp's bound */
+    :: else -> skip
+    fi;
+    st[o] = PENDING;
+    seq[o] = issued + 1; /* issued_.load(relaxed) + 1: only submits store it, under the writer lock */
+    /* publish's transition test, under the writer lock: the first pending request (the ticket
+     * after taken_), the BATCH_COUNT-th (transition_seq_) */
+    nt = (seq[o] == tseq
+#if MUT_FIRST_LOCKFREE
+          && seq[o] != taken + 1 /* MUTANT 6, 9: the first pending request is no transition */
+#endif
+         )
+  };
+  if
+  :: nt ->
+#if MUTANT != 7
+     atomic { M_ /* { scoped_lock(m_); issued_.store(seq); ...; wake_blocked = blocked_now_ > 0; } */
+       tseq = (seq[o] - taken < BATCH_COUNT -> taken + BATCH_COUNT : NEVER);
+       issued = seq[o];
+       wb = blocked > 0
+     };
+#else
+     /* MUTANT 7: the transition published without m_ (store, then load: still seq_cst) */
+     tseq = (seq[o] - taken < BATCH_COUNT -> taken + BATCH_COUNT : NEVER); issued = seq[o];
+     wb = blocked > 0;
+#endif
+     if
+     :: !waits || wb -> wake_runner() /* work_cv_.notify_all() (after m_) */
+     :: else -> skip
+     fi;
+     atomic {
+       if
+#if MUTANT != 10
+       :: wb -> notify_done() /* done_cv_.notify_all() */
+#endif
+       :: else -> skip
+       fi;
+       wl = 0 /* submit returns: the writer lock released */
+     }
+  :: else ->
+     /* no transition: pending_ was > 0 already and stays under every threshold */
+#if !MUT_HANDSHAKE_REORDERED
+     issued = seq[o]; /* issued_.store(seq): seq_cst */
+     atomic {
+       wb = blocked > 0; /* blocked_now_.load() after it */
+#if REACH
+       assert(!wb); /* REACH: fails once a submit publishes without m_ while another is blocked */
+#endif
+       if :: !wb -> wl = 0 :: else -> skip fi
+     }
+#else
+     atomic { wb = blocked > 0; skip } /* MUTANT 8, 9: blocked_now_ loaded before the store */
+     atomic { issued = seq[o]; if :: !wb -> wl = 0 :: else -> skip fi }
+#endif
+     if
+     :: wb ->
+        atomic { mx == 0 -> skip }; /* { scoped_lock(m_); }: the blocked one is asleep, or will read issued_ */
+        wake_runner();              /* work_cv_.notify_all() */
+        atomic { notify_done(); wl = 0 }
+     :: else -> skip
+     fi
+  fi
+}
+#endif
+
 /* The wait on an entry on the caller's stack: completed at a batch's end (or by the destroy of
  * its handed-back object); leads a batch when none runs and its request (or its handed-back
  * object, READY) waits for one, or when handed the lead; else sleeps. */
 inline wait_entry(c, w) {
-  atomic {
+  atomic { M_
     eobj[c] = w;
     linked[c] = true;
     completes(c);
@@ -415,7 +667,7 @@ inline wait_entry(c, w) {
     fi
   };
   do
-  :: atomic {
+  :: atomic { M_
        if
        :: done[c] -> break
        :: else ->
@@ -438,10 +690,33 @@ inline wait_entry(c, w) {
 #if BACKGROUND
 proctype runner() {
   byte j, k, q; bool found, mine, slept, parked, ok;
+#if PUBLISH
+  bool timer, aged;
+  /* reclaimer_loop under m_: the lot due (ready), or no batch running and due() (pending() > 0
+   * and: batch_count reached, a blocked submitter, or the age deadline passed) -> runs the
+   * batch; else computes the deadline (pending() read again: an armed age timer if requests are
+   * pending and no batch runs) and sleeps on work_cv_ until notified or the timer fires. */
+  do
+  :: atomic { M_
+       if
+       :: !running && (ready > 0 || (NPENDING > 0 && (NPENDING >= BATCH_COUNT || blocked > 0 || aged))) ->
+          running = true; mine = true
+       :: else -> mine = false; mx = _pid + 1 /* m_ held to the wait */
+       fi
+     };
+     if
+     :: mine -> aged = false; run_batch(); mine = false
+     :: else ->
+        timer = (NPENDING > 0 && !running);                /* the deadline: pending() read again */
+        atomic { bg_asleep = true; idle_runners++; mx = 0 }; /* wait_until releases m_ as it sleeps */
+end_idle: atomic { (!bg_asleep || timer) && mx == 0 -> aged = timer; timer = false; bg_asleep = false; idle_runners-- }
+     fi
+  od
+#else
   do
   :: atomic {
        if
-       :: !running && (pending > 0 || ready > 0) -> running = true; mine = true
+       :: !running && (NPENDING > 0 || ready > 0) -> running = true; mine = true
        :: else -> bg_asleep = true; idle_runners++; mine = false
        fi
      };
@@ -449,25 +724,50 @@ proctype runner() {
      :: mine -> run_batch(); mine = false
      :: else ->
         /* work_cv_.wait_until(age deadline): woken, or the timer of a pending request */
-end_idle: atomic { !bg_asleep || (pending > 0 && !running) -> bg_asleep = false; idle_runners-- }
+end_idle: atomic { !bg_asleep || (NPENDING > 0 && !running) -> bg_asleep = false; idle_runners-- }
      fi
   od
+#endif
 }
 #endif
 
+#if PUBLISH
+#define SUBMIT_LOCALS bool reserved, fitted, wb, nt;
+#else
+#define SUBMIT_LOCALS
+#endif
+
 proctype syncer(byte me) {
-  byte j, k, q; bool found, mine, slept, parked, ok;
+  byte j, k, q; bool found, mine, slept, parked, ok; SUBMIT_LOCALS
+#if PUBLISH
+  submit_p(me, me, true);
+#else
   charge(me);
   enqueue(me);
+#endif
   wait_entry(me, me)
 }
 
 proctype submitter(byte me) {
-  byte j, k, q; bool found, mine, slept, parked, ok;
+  byte j, k, q; bool found, mine, slept, parked, ok; SUBMIT_LOCALS
+#if PUBLISH
+  submit_p(me, me, false);
+#if SECOND_SUBMIT
+  submit_p(me, LAST, false);
+#endif
+#else
   charge(me);
   enqueue(me);
+#endif
   /* the caller does other work; a runner (its timer) may run its request */
-  wait_entry(me, me)
+#if SUBMIT_ONLY && BACKGROUND
+  atomic { returned++ } /* never waits: the background thread destroys its object */
+#else
+#if SUBMIT_ONLY
+  (returned == NC - 1); /* manual mode: waits for its ticket only once the others returned (shutdown) */
+#endif
+  wait_entry(me, LAST) /* (SECOND_SUBMIT: its later ticket; no batch parks an object of caller 2) */
+#endif
 }
 
 /* The holder of object o's reference: its last put. */
@@ -476,7 +776,7 @@ proctype holder(byte o) {
 #if HOLD_UNTIL_OTHERS
   (returned == NC - 1 && done[1] && done[2]);
 #endif
-  atomic {
+  atomic { M_
     ref[o]--;
     if
     :: ref[o] == 0 && st[o] == PARKED ->
@@ -508,22 +808,37 @@ init {
     :: i < NOBJ -> st[i] = REG; owner[i] = 255; i++
     :: else -> break
     od;
+#if HELD
     ref[0] = 1; /* object 0 is held: a packet queued to userspace */
+#endif
+#if PUBLISH
+    tseq = 1; /* transition_seq_: the first request */
+#endif
     run syncer(0);
     run syncer(1);
     run submitter(2);
+#if HELD
     run holder(0);
+#endif
 #if BACKGROUND
     run runner();
 #endif
   }
+#if SUBMIT_ONLY
+  (returned == NC && st[NC - 1] == DESTROYED && st[LAST] == DESTROYED);
+#else
   (returned == NC);
+#endif
   i = 0;
   do
   :: i < NOBJ -> assert(st[i] == DESTROYED); i++
   :: else -> break
   od;
-  assert(charged == 0 && pending == 0 && ready == 0)
+  assert(charged == 0 && NPENDING == 0 && ready == 0)
 }
 
+#if SUBMIT_ONLY
+ltl all_return { <> (returned == NC && st[2] == DESTROYED && st[LAST] == DESTROYED) }
+#else
 ltl all_return { <> (returned == NC) }
+#endif

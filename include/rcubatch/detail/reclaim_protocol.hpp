@@ -7,19 +7,26 @@
 // or parked, bytes were released, a taken-over object was destroyed, the lot was told or polled:
 // waiters, blocked submitters, the destructor).
 //
-//   Submitter (submit, try_submit; submit_locked, publish): under the writer lock, queues the
-//     object in the current slot, charges its bytes if they fit (else: leaves the writer lock and
-//     waits in reserve — below), unlists, then publishes: ++issued (pending = issued − taken) —
-//     under m_ only on a transition (the first pending request, a threshold crossed, a submit
-//     from this reclaimer's hook), then notifies work_cv_; a submit that is no transition takes
-//     no m_ (issue 35: a lock round trip was ~57 of a submit's ~740 instructions) and changes no
-//     condition a sleeper waits on: every sleeper that looks at pending looks for pending > 0 or
-//     a threshold, which only a transition makes true (publish's comment; the model's submit,
-//     one step under m_, stands for both). If a submitter is blocked by the budget (blocked_now_,
-//     seq_cst against issued), it takes m_ and notifies work_cv_ and done_cv_ too.
-//   Budget-blocked submitter (reserve): under m_, while the bytes do not fit: in manual mode, if
-//     no batch runs and requests are pending, runs one itself (Batch, below); else sleeps on
-//     done_cv_. Woken by every release of bytes (batch end, park, unreserve).
+//   Submitter (submit, try_submit; submit_locked, record_request, publish): under the writer
+//     lock, queues the object in the current slot, looks at the budget without m_ (full: leaves
+//     the writer lock, waits in reserve — below — and tries again with its bytes charged),
+//     charges its bytes (a lock-free read-modify-write: a reserve may charge between the look and
+//     it, hence budget + one object), unlists, then publishes: issued = its ticket (pending =
+//     issued − taken) — under m_ only on a transition (the first pending request, a threshold
+//     crossed, a submit from this reclaimer's hook), then, m_ released, notifies work_cv_ (unless
+//     its caller waits: it leads) and, if a submitter is blocked (blocked_now_), done_cv_. A
+//     submit that is no transition stores issued without m_ (issue 35: a lock round trip was ~57
+//     of a submit's ~740 instructions) and changes no condition a sleeper waits on: every sleeper
+//     that looks at pending looks for pending > 0 or a threshold, which only a transition makes
+//     true (publish's comment). It then loads blocked_now_ (seq_cst, after the store) and, if a
+//     submitter is blocked, takes m_ (an empty critical section) and notifies work_cv_ and
+//     done_cv_: a second guard, since a blocked submitter already saw pending > 0 under m_ — the
+//     model finds no wake-up that needs it (below).
+//   Budget-blocked submitter (reserve): under m_, ++blocked_now_ and notifies work_cv_ (a batch
+//     is due for the background thread); then, m_ held, while the bytes do not fit: in manual
+//     mode, if no batch runs and requests are pending, runs one itself (Batch, below); else
+//     sleeps on done_cv_. Woken by every release of bytes (batch end, park, unreserve) and by a
+//     publish that sees it in blocked_now_.
 //   Waiter (wait, unregister, drain, a registry call combined through the reclaimer;
 //     wait_until_completed): links a wait_entry on its own stack in waiters_ (under m_, until it
 //     returns; asleep set while it sleeps), then under m_, loop: its ticket done (ticket_done;
@@ -64,8 +71,29 @@
 // taken-over object is still alive — and no slot of the lot holds it. Hence: ticket done ⇒ its
 // object destroyed. Tickets complete per object, not in submit order.
 // Wake-up rule: every change that can let a sleeper go on (running false, completed advancing,
-// bytes released, open reaching 0) is made under m_ and followed by notify_all on the condition
-// variable that sleeper waits on.
+// bytes released, open reaching 0, pending leaving 0) is made under m_ and followed by notify_all
+// on the condition variable that sleeper waits on. The one change made without m_ (a submit that
+// is no transition: pending from k ≥ 1 to k + 1, under every threshold) lets no sleeper go on.
+//
+// The model (formal-model/reclaimer.pml; README.md there says what each check printed). Its
+// processes stand for: syncer — unregister (submit, then Waiter); submitter — submit, later
+// wait(ticket) (Waiter), or with SUBMIT_ONLY never; runner — the Runner; holder — the Last put;
+// run_batch — the Batch (its end, end_batch; the lot's poll is a batch that destroys what was
+// handed back). The submit is one step under m_ (PUBLISH=0, before 2026-12-05) or (PUBLISH=1)
+// the steps above, each its own: the look at the budget (the writer lock taken), the charge and
+// the transition test, then on a transition one step under m_ (transition_seq_, the store of
+// issued, the load of blocked_now_) and one per notify; otherwise the store of issued, the load
+// of blocked_now_, the empty critical section, the notifies. reserve's ++blocked_now_, each of
+// its looks at fits/pending and its wait are steps with m_ held between them; so are the
+// Runner's due() look, its deadline's second look at pending (an age timer only if requests are
+// pending and no batch runs) and its wait. The checks: no deadlock, no lost wake-up (every
+// caller returns, every object is destroyed), ticket done ⇒ object destroyed, charge ≤ budget +
+// one object. Mutants it catches: the first pending request published without m_ (the Runner
+// sleeps with no timer), a transition published without m_ (a blocked submitter or the Runner,
+// between its look and its wait, misses the notify), a transition that does not notify done_cv_
+// for a blocked submitter. The handshake (a publish without m_ seeing blocked_now_ > 0; reached
+// when one caller submits twice) may be reordered or dropped with no check failing: a sleeper
+// needs it only when the transition test is wrong (with the first mutant, reordered, it fails).
 #pragma once
 
 #include <algorithm>
