@@ -36,20 +36,12 @@
 // running and their request was not taken yet, they run the batch of everything pending at once,
 // on their own thread; if one is running, they wait for it, and the first of them to see it end
 // leads the next one, which takes every request that arrived meanwhile. So W synchronous callers
-// combine into batches of up to W requests. A lone unregister() — no batch running, nothing
-// pending — takes a shorter path: it claims the run and charges the budget in one critical
-// section and runs the batch of its object with the registry's own policies (validate and unlist
-// in the batch, as registry::unregister), without a ticket or per-request bookkeeping, so it pays
-// what a plain unregister_one would. A waiting caller leads the next batch only once every caller
-// the last batch released has run again (they are runnable: woken, inside this object), so
-// callers that resubmit as soon as they return — a closed loop — join that batch instead of the
-// one after: a gather on an event certain to come soon, not a timer. Likewise, until every caller
-// the last batch released — its leader too — has called again, a lone unregister takes a ticket
-// instead of the fast path, and a caller about to lead yields the CPU once first: such a caller
-// is runnable and about to resubmit, and on a shared CPU a woken thread preempts its waker, so the
-// batch would otherwise start before it can join (measured, issue 24: two writers on one CPU
-// combined nothing). One yield, never a wait: a caller that never calls again costs the next
-// leader one yield, once. Requests nobody waits for (submit only) are run by the background thread the object
+// combine into batches of up to W requests, and callers that resubmit as soon as they return —
+// a closed loop — join the next batch instead of the one after (a gather: one yield, never a
+// timer; detail/reclaim_waiters.hpp). A lone unregister() — no batch running, nothing pending —
+// runs the batch of its object at once with the registry's own policies, without a ticket or
+// per-request bookkeeping, so it pays what a plain unregister_one would (detail/reclaim_direct.hpp).
+// Requests nobody waits for (submit only) are run by the background thread the object
 // owns (reclaim_mode::background_thread) or, in reclaim_mode::manual, by run_now(), run_if_due()
 // and budget-blocked submits, when a batch is due. A batch's hooks therefore run on whichever
 // thread leads it. Under qsbr the background thread is registered with the flavor and goes
@@ -119,15 +111,13 @@
 // try_submit) is a lost race: already_unregistering.
 //
 // Parking (the hand-back). A batch whose ref drain still finds objects held after its first pass
-// and one flush (a packet queued to userspace) parks: its engine stays in its queue slot, in the
-// reclaimer's lot, and the batch ends — its run, its budget bytes (the held objects are their
-// holders' now) and its callers are released, and the tickets of its objects already destroyed
-// are done. Each held object's last put tells the lot; one thread polls it — the background
-// thread, or in manual mode whichever caller runs batches next (wait, unregister, drain,
-// run_now, run_if_due) — destroys what was let go, runs the drain's timers (rebroadcast, stall
-// lines, flush), and finishes a parked batch once it holds nothing. So no thread is started for
-// a parked batch, however many park (as the kernel keeps a device waiting for its references on
-// the todo list while the rest proceeds). A lone unregister() of a held object (the direct path)
+// and one flush (a packet queued to userspace) parks, and the batch ends — its run, its budget
+// bytes (the held objects are their holders' now) and its callers are released, and the tickets
+// of its objects already destroyed are done. The held objects wait in the reclaimer's lot, which
+// one thread polls: the background thread, or in manual mode whichever caller runs batches next
+// (wait, unregister, drain, run_now, run_if_due). No thread is started for a parked batch,
+// however many park (as the kernel keeps a device waiting for its references on the todo list
+// while the rest proceeds; detail/reclaim_lot.hpp). A lone unregister() of a held object (the direct path)
 // waits for its own object on its own thread, but gives the run and its bytes up first. With
 // hold_lock_through_drain a batch does not park: its drain keeps the writer lock, which every
 // batch behind it needs anyway, until the last put.
@@ -159,11 +149,14 @@
 // Thread safety: every member may be called concurrently from threads registered with the
 // registry's flavor (and the indexes' flavor), except the destructor.
 //
-// Pieces in their own headers, included here: async_stats.hpp (async_stats, async_batch_report),
-// detail/submitted_lane.hpp (the lane policy of a batch: the registry's, without validate),
-// detail/latency_histogram.hpp (the fixed latency histogram), detail/reclaim_budget.hpp (the
-// budget's arithmetic), detail/reclaim_lot.hpp (the parked batches), detail/reclaim_protocol.hpp
-// (who waits and who wakes whom; when a ticket completes).
+// Pieces in their own headers, included here: async_types.hpp (async_options, the ticket, the
+// result), async_stats.hpp (async_stats, async_batch_report), detail/reclaim_protocol.hpp (who
+// waits and who wakes whom; when a ticket completes), detail/reclaim_budget.hpp (the budget's
+// arithmetic), detail/reclaim_waiters.hpp (the waiting callers, the gather),
+// detail/reclaim_direct.hpp (a lone unregister's batch), detail/reclaim_slots.hpp (the queue
+// sets and their batch engines), detail/reclaim_lot.hpp (the parked batches),
+// detail/reclaim_thread.hpp (which reclaimer's batch this thread runs), detail/submitted_lane.hpp
+// (the lane policy of a batch: the registry's, without validate), detail/latency_histogram.hpp.
 #pragma once
 
 #include <algorithm>
@@ -172,9 +165,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <limits>
-#include <memory>
 #include <new>
 #include <mutex>
 #include <optional>
@@ -182,21 +173,22 @@
 #include <thread>
 #include <tuple>
 #include <type_traits>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
-#include <boost/intrusive/list.hpp>
-
 #include "rcubatch/async_stats.hpp"
+#include "rcubatch/async_types.hpp"
 #include "rcubatch/batch_stats.hpp"
 #include "rcubatch/combining.hpp"
 #include "rcubatch/detail/latency_histogram.hpp"
 #include "rcubatch/detail/probe.hpp"
 #include "rcubatch/detail/reclaim_budget.hpp"
+#include "rcubatch/detail/reclaim_direct.hpp"
 #include "rcubatch/detail/reclaim_lot.hpp"
 #include "rcubatch/detail/reclaim_protocol.hpp"
-#include "rcubatch/detail/submitted_lane.hpp"
+#include "rcubatch/detail/reclaim_slots.hpp"
+#include "rcubatch/detail/reclaim_thread.hpp"
+#include "rcubatch/detail/reclaim_waiters.hpp"
 #include "rcubatch/misuse.hpp"
 #include "rcubatch/policy.hpp"
 #include "rcubatch/read_guard.hpp"
@@ -205,114 +197,6 @@
 #include "rcubatch/unreg_queue.hpp"
 
 namespace rcubatch {
-
-/// Who runs the batches of an async_unregister.
-enum class reclaim_mode : unsigned char {
-  background_thread,  ///< a thread the async_unregister owns (registered with the flavor)
-  manual,             ///< the application's threads: run_now / run_if_due / wait / drain
-};
-
-/// What submit does when the budget is exhausted.
-enum class over_budget : unsigned char {
-  block,   ///< wait until enough batches end (counted in async_stats::blocked_submits)
-  refuse,  ///< return an empty ticket at once, nothing changed (async_stats::refused)
-};
-
-/// How an async_unregister batches. Every threshold counts requests pending (submitted, not yet
-/// taken by a batch); the budget counts requests not yet destroyed.
-struct async_options {
-  reclaim_mode mode = reclaim_mode::background_thread;  ///< who runs the batches (reclaim_mode)
-  std::size_t batch_count = 4096;                ///< a batch starts at this many pending requests
-  std::size_t batch_bytes = std::size_t{4} << 20;  ///< ... or at this many pending bytes
-  /// ... or when the oldest pending request is this old, counted from the later of its submit and
-  /// the end of the previous batch (see the file comment). 0: as soon as anything is pending.
-  std::chrono::microseconds max_age{1000};
-  std::size_t budget_bytes = std::size_t{64} << 20;  ///< charged bytes (submitted, not destroyed) at most
-  over_budget when_over_budget = over_budget::block;  ///< a submit above the budget blocks or is refused
-  /// Release the registry's writer lock during the batch's waits (rollback_many.hpp). Turn it off
-  /// only if a lock nests inside the writer lock; submitters then wait for the batches' GPs.
-  bool unlock_during_waits = true;
-  /// Hold the writer lock through the ref drain and destroy as well (registry_options has the
-  /// same switch and says what it costs); only read when unlock_during_waits is off. With it on,
-  /// submit from destroy is refused (holds_writer_lock) instead of deadlocking.
-  bool hold_lock_through_drain = false;
-  rollback_options rollback{};  ///< passed to each batch's rollback_many
-  /// Called after each batch on the thread that ran it, outside every lock of this object and of
-  /// the registry. Must not throw (an exception is caught and dropped). On the background thread
-  /// it must not wait for batches (wait, unregister, drain, run_now: diagnosed, refused).
-  std::function<void(const async_batch_report&)> on_batch{};
-  /// Attach to the registry's combining gate, so that its own registry::unregister(obj),
-  /// try_unregister(obj) and try_unregister<I>(key), called from many threads, share batches of
-  /// the registry, counted in this reclaimer's stats() (see "Attached to its registry" in the file
-  /// comment; registry_options::combining does the same without a reclaimer). Off: the registry's
-  /// calls combine only if its own option says so. At most one reclaimer per registry may attach
-  /// (a second: misuse attached_twice).
-  bool combine_registry_unregister = false;
-};
-
-template <class Registry>
-class async_unregister;
-
-/// What submit returns: names one request of one async_unregister. An empty ticket (operator
-/// bool false) says the submit was refused. Trivially copyable, compared by value.
-class unregister_ticket {
- public:
-  unregister_ticket() noexcept = default;
-  /// True for an accepted request.
-  explicit operator bool() const noexcept { return sequence_ != 0; }
-  /// The request's number in its reclaimer, 1, 2, 3, ... in submit order (0: empty ticket).
-  std::uint64_t sequence() const noexcept { return sequence_; }
-  /// Equal when they name the same request (or are both empty).
-  friend bool operator==(unregister_ticket, unregister_ticket) = default;
-
- private:
-  template <class>
-  friend class async_unregister;
-  unregister_ticket(std::uint64_t seq, std::uint64_t owner) noexcept : sequence_(seq), owner_(owner) {}
-  std::uint64_t sequence_ = 0;
-  std::uint64_t owner_ = 0;
-};
-
-/// What try_submit returns. A lost race is a result, not misuse.
-struct submit_result {
-  /// unregistered: submitted (ticket set); not_found (by key); already_unregistering (by object);
-  /// refused: the budget (over_budget::refuse) or misuse under report, nothing changed.
-  unregister_status status = unregister_status::refused;
-  unregister_ticket ticket{};  ///< the request's ticket when status is unregistered; empty otherwise
-  /// True when submitted.
-  explicit operator bool() const noexcept { return status == unregister_status::unregistered; }
-};
-
-namespace detail {
-
-inline std::atomic<std::uint64_t> g_next_reclaimer_id{1};
-/// The async_unregister whose batch the calling thread is running (its hooks), if any.
-inline thread_local const void* t_running_batch_of = nullptr;
-/// The async_unregister whose background reclaimer thread this is (on_batch runs there), if any.
-inline thread_local const void* t_reclaimer_thread_of = nullptr;
-/// The generation (async_unregister::generation::id, unique per process) this thread last
-/// submitted to: a repeat submit into the same batch skips the distinct-threads set, whose
-/// insert (hash + node allocation) was ~10 % of a submit's instructions (callgrind, issue 24).
-inline thread_local std::uint64_t t_last_submit_generation = 0;
-inline std::atomic<std::uint64_t> g_next_generation_id{1};
-/// The batch (a generation id, or a direct batch's id from the same counter) that last completed
-/// a synchronous call of this thread (unregister, wait) — as its leader or a follower; 0 once
-/// the thread came back (async_unregister::note_came_back) or when it is unknown.
-inline thread_local std::uint64_t t_released_by_batch = 0;
-
-template <class Tuple>
-struct thread_registrations;
-template <class... Fs>
-struct thread_registrations<std::tuple<Fs...>> {
-  std::tuple<thread_registration<Fs>...> registrations;
-};
-
-template <class P, class T>
-concept has_pending_bytes = requires(P& p, const T& t) {
-  { p.pending_bytes(t) } -> std::convertible_to<std::size_t>;
-};
-
-}  // namespace detail
 
 /// An asynchronous unregister over a registry (see the file comment): declared for every
 /// Registry above, defined for basic_registry<Flavor, Lockable, Policies...>.
@@ -326,7 +210,8 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
 
  private:
   static constexpr std::size_t kTypes = sizeof...(Policies);
-  using pending_queues = std::tuple<unreg_queue<typename Policies::object_type>...>;
+  using slot_set = detail::reclaim_slots<registry_type>;  // the queue sets (reclaim_slots.hpp)
+  using queue_slot = typename slot_set::slot;
   template <class U>
   static constexpr std::size_t slot_of() {
     using T = registrable_type_t<U>;
@@ -334,7 +219,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     static_assert(k < kTypes, "rcubatch::async_unregister: no policy of the registry handles the object's type");
     return k;
   }
-  struct generation;  // the per-request data of one queue set's pending requests (below)
+  using generation = detail::reclaim_generation;  // one queue set's pending requests (reclaim_slots.hpp)
   template <std::size_t K>
   using policy_at = std::tuple_element_t<K, std::tuple<Policies...>>;
   template <std::size_t K>
@@ -360,13 +245,8 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
   /// Throws: std::invalid_argument as above; misuse_error as above; std::system_error if the
   /// thread cannot start (detached again first). Complexity: O(1). Blocking: never.
   explicit async_unregister(registry_type& registry, async_options options = {})
-      : registry_(registry), options_(std::move(options)) {
-    if (options_.batch_count == 0 || options_.batch_bytes == 0 || options_.budget_bytes == 0)
-      throw std::invalid_argument(
-          "rcubatch::async_unregister: batch_count, batch_bytes and budget_bytes must be at least 1");
-    slots_.push_back(make_slot());
-    slots_.push_back(make_slot());
-    current_ = slots_.front().get();
+      : registry_(registry), options_(checked(std::move(options))), slots_(registry_, options_, *this) {
+    current_ = slots_.front();
     open_generation(current_->requests, 0);
     if (options_.combine_registry_unregister) attach_to_registry();
     try {
@@ -827,8 +707,8 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     {
       std::scoped_lock lock(m_);
       s = totals_;
-      s.submitted = issued_.load() + direct_completed_;
-      s.completed = completion_.completed() - parked_tickets() + direct_completed_;
+      s.submitted = issued_.load() + direct_.completed();
+      s.completed = completion_.completed() - parked_tickets() + direct_.completed();
       s.pending_count = outstanding_count();
       s.pending_bytes = budget_.charged();
       s.pending_count_high_water = std::max(high_water_count_, s.pending_count);
@@ -850,38 +730,13 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
   ///@}
 
  private:
-  /// The per-request data of the requests pending in one of the two queue sets.
-  struct generation {
-    std::vector<detail::stamp_clock::rep> submit_stamps;  // request i's submit (latency_histogram.hpp)
-    std::vector<const detail::registrable_base*> objects;  // request i's object (ticket first + i)
-    std::unordered_set<std::thread::id> threads;
-    std::uint64_t id = 0;  // from g_next_generation_id when it becomes current_ (open_generation)
-    std::size_t bytes = 0;
-    std::optional<gp_cookie> unlisted_before;  // taken after the last submit's unlist
-  };
-  template <std::size_t K>
-  using submitted_ref = detail::lane_ref<object_at<K>, detail::submitted_lane<policy_at<K>, object_at<K>>>;
-  template <class Seq>
-  struct engine_of;
-  template <std::size_t... K>
-  struct engine_of<std::index_sequence<K...>> {
-    using type = detail::engine_for<Flavor, submitted_ref<K>...>;
-  };
-  using engine_type = typename engine_of<std::index_sequence_for<Policies...>>::type;
-  using lane_policies = std::tuple<detail::submitted_lane<Policies, typename Policies::object_type>...>;
-
-  /// One set of queues and its requests: the current one (submits), or one a batch runs on.
-  /// The batch's engine lives here, not on the runner's stack, so that a batch whose drain finds
-  /// held objects can stay parked here, in the lot, while its runner goes on.
-  struct queue_slot : boost::intrusive::list_base_hook<> {
-    explicit queue_slot(lane_policies l) : lanes(l) {}
-    pending_queues queues;
-    generation requests;
-    bool busy = false;                 // a batch runs on it, or is parked on it (writer lock)
-    lane_policies lanes;               // the registry's policies, without validate
-    std::optional<engine_type> engine;  // the batch running or parked on it
-    std::vector<std::uint64_t> held;   // parked: the tickets whose objects it holds, sorted (m_)
-  };
+  /// The constructor's check of the thresholds, before anything is built.
+  static async_options checked(async_options o) {
+    if (o.batch_count == 0 || o.batch_bytes == 0 || o.budget_bytes == 0)
+      throw std::invalid_argument(
+          "rcubatch::async_unregister: batch_count, batch_bytes and budget_bytes must be at least 1");
+    return o;
+  }
 
   template <std::size_t K, class T>
   std::size_t bytes_of(const T& t) {
@@ -905,7 +760,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
 
   /// Requires: m_. Requests not yet done (parked ones included), lone unregisters' too.
   std::size_t outstanding_count() const noexcept {
-    return static_cast<std::size_t>(issued_.load() - completion_.completed() + parked_tickets()) + direct_in_flight_;
+    return static_cast<std::size_t>(issued_.load() - completion_.completed() + parked_tickets()) + direct_.in_flight();
   }
   /// Requires: m_. The high-water count, noted before every decrease of outstanding_count()
   /// (a batch's end, a take-over's destroy, a parked batch finished, a lone unregister's end),
@@ -1062,20 +917,10 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
   }
   clock::time_point age_deadline() const noexcept { return std::max(oldest_, last_batch_end_) + options_.max_age; }
 
-  /// A synchronous caller waiting in wait_until_completed: an entry on its own stack, linked in
-  /// waiters_ under m_ from its first look to its return (liburcu's urcu_wait queue does the
-  /// same for synchronize_rcu's waiters). What the reclaimer knows about its waiters is read off
-  /// these entries, not kept in counters beside them: who a batch end released
-  /// (released_inside), and who of those has not run since (released_still_asleep).
-  /// Boost.Intrusive: no allocation per wait, O(1) link and unlink.
-  struct wait_entry : boost::intrusive::list_base_hook<> {
-    std::uint64_t seq = 0;  // the ticket it waits for (drain: every ticket up to it)
-    bool flush = false;     // drain's wait: done_through, not ticket_done
-    bool asleep = false;    // in done_cv_'s wait (offline under qsbr)
-  };
-
   /// Requires: m_. The entry's wait is over.
-  bool entry_done(const wait_entry& e) const noexcept { return e.flush ? done_through(e.seq) : ticket_done(e.seq); }
+  bool entry_done(const detail::wait_entry& e) const noexcept {
+    return e.flush ? done_through(e.seq) : ticket_done(e.seq);
+  }
 
   /// Blocks until the ticket seq is done (`flush`, drain: every ticket up to seq). A caller
   /// that waits leads (liburcu's synchronize_rcu combines its waiters the same way, with no
@@ -1093,17 +938,12 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
       flush_through_ = seq;
       work_cv_.notify_all();
     }
-    note_came_back();
-    wait_entry me;
+    waiters_.came_back();
+    detail::wait_entry me;
     me.seq = seq;
     me.flush = flush;
     if (entry_done(me)) return;
-    waiters_.push_back(me);
-    struct unlink_at_exit {
-      async_unregister& self;
-      wait_entry& e;
-      ~unlink_at_exit() { self.waiters_.erase(self.waiters_.iterator_to(e)); }
-    } const linked{*this, me};
+    const detail::reclaim_waiters::linked linked(waiters_, me);
     bool yielded = false;
     while (!entry_done(me)) {
       if (polls_lot_here() && lot_.due(clock::now())) {  // manual mode: a waiter runs the lot
@@ -1111,67 +951,46 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
         continue;
       }
       if (!running_ && taken_ < seq && released_still_asleep() == 0) {
-        if (callers_away_ != 0 && !yielded) {
-          // Callers the last batch released, or its leader, have not called again yet: they are
-          // runnable and inside this object (or just returned), and a closed-loop caller calls
-          // again at once. Sharing a CPU with them, this caller would start the batch before they
-          // can join it (a woken thread preempts its waker). Let them run once — a yield, not a
-          // wait: bounded, and a caller that never calls again stalls nobody. Online under qsbr:
-          // a yield does not block (the thread stays runnable), so no GP waits on it for long.
-          yielded = true;
-          lock.unlock();
-          std::this_thread::yield();
-          lock.lock();
-          continue;
-        }
-        run_claimed(lock);
+        lead(lock, yielded);
         continue;
       }
-      me.asleep = true;
-      wait_for_lot(done_cv_, lock);
-      me.asleep = false;
-      if (!running_ && pending() > 0 && released_still_asleep() == 0)
-        done_cv_.notify_all();  // the last caller released by the batch that ended is up: lead the next
+      sleep_as_waiter(me, lock);
     }
-    detail::t_released_by_batch = last_released_batch_;  // counted away by it (note_batch_released)
+    waiters_.returning();  // counted away by the batch that released it (batch_released)
   }
 
-  /// Requires: m_. A batch `id` ended (or a lone unregister's, with `direct`: its caller is
-  /// inside until it returns, without an entry). Away until they call again (note_came_back):
-  /// the callers it released and those earlier batches released still inside
-  /// wait_until_completed (runnable, not yet returned) — released_inside(). Meanwhile the next
-  /// batch's leader lets them run once first (wait_until_completed) and a lone caller takes the
-  /// submit path instead of claim_direct, so that they can join its batch. Returns `id`.
-  std::uint64_t note_batch_released(std::uint64_t id, std::size_t direct) noexcept {
-    last_released_batch_ = id;
-    callers_away_ = direct + released_inside();
-    return id;
+  /// wait_until_completed's turn to lead (`state` holds m_): runs the batch of everything pending
+  /// — unless callers the last batch released have not called again and it did not yield yet.
+  void lead(std::unique_lock<std::mutex>& state, bool& yielded) {
+    if (waiters_.callers_away() && !yielded) {
+      // Callers the last batch released, or its leader, have not called again yet: they are
+      // runnable and inside this object (or just returned), and a closed-loop caller calls
+      // again at once. Sharing a CPU with them, this caller would start the batch before they
+      // can join it (a woken thread preempts its waker). Let them run once — a yield, not a
+      // wait: bounded, and a caller that never calls again stalls nobody. Online under qsbr:
+      // a yield does not block (the thread stays runnable), so no GP waits on it for long.
+      yielded = true;
+      state.unlock();
+      std::this_thread::yield();
+      state.lock();
+      return;
+    }
+    run_claimed(state);
   }
 
-  /// Requires: m_. The calling thread is back (unregister, wait): if the last batch released it,
-  /// one fewer of its callers is away.
-  void note_came_back() noexcept {
-    if (detail::t_released_by_batch == 0) return;
-    if (detail::t_released_by_batch == last_released_batch_ && callers_away_ != 0) --callers_away_;
-    detail::t_released_by_batch = 0;
+  /// wait_until_completed's sleep (`state` holds m_) until a batch ends (or the lot's timer).
+  void sleep_as_waiter(detail::wait_entry& me, std::unique_lock<std::mutex>& state) {
+    me.asleep = true;
+    wait_for_lot(done_cv_, state);
+    me.asleep = false;
+    if (!running_ && pending() > 0 && released_still_asleep() == 0)
+      done_cv_.notify_all();  // the last caller released by the batch that ended is up: lead the next
   }
 
-  /// Requires: m_. Waiters whose batch ended (or parked): no running batch has their request.
-  std::size_t released_inside() const noexcept {
-    std::size_t n = 0;
-    for (const wait_entry& e : waiters_) n += e.seq <= completion_.settled() ? 1 : 0;
-    return n;
-  }
-
-  /// Requires: m_. Waiters whose wait is over and that have not run since a batch end woke them.
-  /// A waiting caller leads the next batch only once this is 0: those callers are runnable
-  /// (woken, inside this object), and a closed-loop caller resubmits as soon as it returns, so
-  /// the next batch takes their requests too instead of leaving them for the one after — a
-  /// gather on an event that is certain to come soon (they are runnable), not a timer.
+  /// Requires: m_. Waiters whose wait is over and that have not run since a batch end woke them
+  /// (reclaim_waiters.hpp: the gather).
   std::size_t released_still_asleep() const noexcept {
-    std::size_t n = 0;
-    for (const wait_entry& e : waiters_) n += e.asleep && entry_done(e) ? 1 : 0;
-    return n;
+    return waiters_.released_still_asleep([this](const detail::wait_entry& e) { return entry_done(e); });
   }
 
   void drain_noexcept() noexcept {
@@ -1235,17 +1054,6 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     return requests;
   }
 
-  /// Marks the calling thread as running this reclaimer's batch (its hooks: submit from destroy
-  /// is counted and never budget-blocked; the waits are diagnosed) for its scope.
-  struct running_batch_mark {
-    explicit running_batch_mark(const void* reclaimer) noexcept
-        : outer(std::exchange(detail::t_running_batch_of, reclaimer)) {}
-    ~running_batch_mark() { detail::t_running_batch_of = outer; }
-    running_batch_mark(const running_batch_mark&) = delete;
-    running_batch_mark& operator=(const running_batch_mark&) = delete;
-    const void* outer;
-  };
-
   /// Requires: m_. Adds a batch that ended to the totals.
   void count_batch(const async_batch_report& report) noexcept {
     ++totals_.batches;
@@ -1258,59 +1066,53 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     totals_.all_batches.add(report.batch);
   }
 
-  /// The lone synchronous caller's fast path (unregister): no batch running and nothing pending
-  /// → it claims the run and charges `bytes` in one critical section of m_, and run_direct tears
-  /// obj down at once, without a ticket or the per-request bookkeeping of a submit (the
-  /// generation's timestamps and thread set, a second lock round trip): the same work and
-  /// lock round trips as registry::unregister, plus this claim and its release. Callers
-  /// arriving meanwhile submit and wait; the first of them leads the next batch when it ends.
+  /// After a batch, outside every lock: async_options::on_batch, whose exceptions are dropped
+  /// (documented).
+  void call_on_batch(const async_batch_report& report) noexcept {
+    if (!options_.on_batch) return;
+    try {
+      options_.on_batch(report);
+    } catch (...) {  // documented: dropped
+    }
+  }
+
+  /// The claim of a lone unregister's direct path (reclaim_direct.hpp): no batch running and
+  /// nothing pending → it claims the run and charges `bytes` in one critical section of m_.
   /// False (nothing changed): a batch running, requests pending (they would be overtaken), a
-  /// caller the last batch released not back yet (note_batch_released: it may join a batch), or
+  /// caller the last batch released not back yet (reclaim_waiters.hpp: it may join a batch), or
   /// the budget full — the caller takes the submit-and-wait path then.
   bool claim_direct(std::size_t bytes) {
     std::scoped_lock lock(m_);
-    note_came_back();
-    if (running_ || pending() != 0 || blocked_now_.load() != 0 || callers_away_ != 0 || !budget_.fits(bytes)) return false;
+    waiters_.came_back();
+    if (running_ || pending() != 0 || blocked_now_.load() != 0 || waiters_.callers_away() || !budget_.fits(bytes))
+      return false;
     running_ = true;
     budget_.charge(bytes);
-    ++direct_in_flight_;
+    direct_.claimed();
     note_high_water_count();
     return true;
   }
 
-  /// Requires: claim_direct(bytes) returned true. One batch of t (and the dependents its hooks
-  /// queue), validated and unlisted by the batch itself with the registry's own policies — what
-  /// registry::unregister runs — under this object's rollback and lock options and the
-  /// running-batch mark (a destroy may submit). Returns false when refused (misuse under
-  /// report); rethrows what validate or a misuse under throw_error throws. Either way the claim
+  /// Requires: claim_direct(bytes) returned true. Runs t's batch (reclaim_direct::run). Returns
+  /// false when refused (misuse under report); rethrows what validate or a misuse under throw_error throws. Either way the claim
   /// and the charge are released, and waiters woken.
   template <std::size_t k>
-  bool run_direct(object_at<k>& t, std::size_t bytes, batch_stats* out = nullptr) {
+  bool run_direct(object_at<k>& t, std::size_t bytes) {
     const auto start = clock::now();
-    batch_stats st;
     bool released = false;  // the claim, given up when its drain went to sleep on a holder
+    auto release = [this, bytes, &released] {
+      if (!std::exchange(released, true)) release_direct_claim(bytes);
+    };
+    std::optional<batch_stats> st;  // none: refused before the batch (diagnosed there)
     try {
-      std::unique_lock writer(registry_.writer_lock());  // offline while waiting under qsbr
-      pending_queues q;
-      if (!std::get<k>(q).push(t)) {  // not registered, already going away: diagnosed there
-        writer.unlock();
-        finish_direct(bytes, false, nullptr, start);
-        return false;
-      }
-      if (!registry_.admit_queued(std::get<k>(q), t, "async_unregister::unregister")) {  // may throw: caught below
-        writer.unlock();
-        finish_direct(bytes, false, nullptr, start);
-        return false;
-      }
-      const running_batch_mark mark(this);
-      st = run_lanes_with_registry_policies(q, bytes, released, std::index_sequence_for<Policies...>{});
+      st = direct_.template run<k>(t, this, release);
     } catch (...) {
       finish_direct(bytes, released, nullptr, clock::time_point{});
       throw;
     }
-    finish_direct(bytes, released, st.refused ? nullptr : &st, start);  // refused (report): nothing changed
-    if (out != nullptr) *out = st;
-    return !st.refused;
+    const bool ran = st && !st->refused;  // refused (report): nothing changed
+    finish_direct(bytes, released, ran ? &*st : nullptr, start);
+    return ran;
   }
 
   /// A direct batch's drain is about to sleep on its object's holder: the caller waits for its own
@@ -1340,16 +1142,16 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
         budget_.release(bytes);
       }
       note_high_water_count();
-      --direct_in_flight_;
+      direct_.ended(st != nullptr);
       if (st != nullptr) {
         report.requests = 1;
         report.threads = 1;
         report.batch = *st;
-        ++direct_completed_;
         last_batch_end_ = end;
         count_batch(report);
         // Its one caller is this thread, inside this object until it returns (no entry).
-        detail::t_released_by_batch = note_batch_released(detail::g_next_generation_id.fetch_add(1, std::memory_order_relaxed), 1);
+        waiters_.direct_released(detail::g_next_generation_id.fetch_add(1, std::memory_order_relaxed),
+                                 completion_.settled());
       }
       more = pending() > 0;
     }
@@ -1357,30 +1159,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     if (more) work_cv_.notify_all();
     if (st == nullptr) return;
     latency_.add(end - start);
-    if (options_.on_batch) {
-      try {
-        options_.on_batch(report);
-      } catch (...) {  // documented: dropped
-      }
-    }
-  }
-
-  /// Requires: the writer lock. A batch of q whose lanes are the registry's own policies
-  /// (validate and unlist run in the batch, as registry::unregister's), with this object's options.
-  /// `released`: set once the drain gave the claim of `bytes` up (release_direct_claim).
-  template <std::size_t... K>
-  batch_stats run_lanes_with_registry_policies(pending_queues& q, std::size_t bytes, bool& released,
-                                               std::index_sequence<K...>) {
-    const auto lock = detail::writer_lock_ref::make<thread_flavors>(
-        registry_.writer_lock(),
-        detail::lock_release_for(options_.unlock_during_waits, options_.hold_lock_through_drain));
-    auto specs = std::make_tuple(lane(std::get<K>(q), registry_.template policy<policy_at<K>>())...);
-    rollback_options rollback = options_.rollback;  // a held object keeps only its own caller waiting
-    rollback.drain.before_sleep = [this, bytes, &released] {
-      if (options_.rollback.drain.before_sleep) options_.rollback.drain.before_sleep();
-      if (!std::exchange(released, true)) release_direct_claim(bytes);
-    };
-    return detail::run_specs(registry_.domain(), rollback, detail::batch_context(lock), std::get<K>(specs)...);
+    call_on_batch(report);
   }
 
   /// The tickets a batch took: (after, through], and their bytes, charged until it ends or parks.
@@ -1388,12 +1167,15 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     std::uint64_t after = 0;
     std::uint64_t through = 0;
     std::size_t bytes = 0;
-    std::uint64_t id = 0;  // its generation's id (note_batch_released)
+    std::uint64_t id = 0;  // its generation's id (reclaim_waiters::batch_released)
   };
 
+  /// One batch of everything pending (run_claimed claimed the run): under the writer lock, takes
+  /// the current slot — the next becomes current — and runs it (run_taken). Returns the requests
+  /// it took (0: none pending; the claim released).
   std::size_t run_batch_unlocked() {
     std::unique_lock writer(registry_.writer_lock());  // offline while waiting under qsbr
-    queue_slot* const next = free_slot();                    // may allocate: before anything changes
+    queue_slot* const next = slots_.free_slot(current_);     // may allocate: before anything changes
     queue_slot& taking = *current_;
     open_generation(next->requests, taking.requests.submit_stamps.size());  // best effort room (never throws)
     batch_range range;
@@ -1412,12 +1194,20 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
       transition_bytes_ = options_.batch_bytes;
       current_ = next;
     }
+    return run_taken(taking, range, writer);
+  }
+
+  /// Requires: `writer` holds the writer lock; `taking`, the slot of the tickets `range` took.
+  /// Runs its batch under the running-batch mark, records a parked batch's held tickets, and
+  /// ends it (end_batch). Returns the requests it took.
+  template <class WriterLock>
+  std::size_t run_taken(queue_slot& taking, batch_range range, WriterLock& writer) {
     const auto requests = static_cast<std::size_t>(range.through - range.after);
     taking.busy = true;
     generation taken;
     std::swap(taken, taking.requests);
     range.id = taken.id;
-    const bool lost = queued_count(taking) != requests;  // some taken over (reclaim_protocol.hpp)
+    const bool lost = slot_set::queued_count(taking) != requests;  // some taken over (reclaim_protocol.hpp)
     RCUBATCH_PROBE(async_batch_start, id_, range.through, requests);
 
     async_batch_report report;
@@ -1425,14 +1215,14 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     report.threads = taken.threads.size();
     bool finished = true;
     {
-      const running_batch_mark mark(this);
-      finished = run_slot(taking, taken.unlisted_before, report.batch, std::index_sequence_for<Policies...>{});
+      const detail::running_batch_mark mark(this);
+      finished = slots_.run(taking, taken.unlisted_before, report.batch, &lot_told, this);
     }
     if (finished) {
       taking.busy = false;
       writer.unlock();
     } else {
-      note_parked_tickets(taking, taken, range.after);
+      slot_set::note_parked_tickets(taking, taken, range.after);
       writer.release();  // parked: the engine left the lock released (run_after_grace_periods_or_park)
     }
     latency_.add_since(taken.submit_stamps);
@@ -1456,37 +1246,12 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
       budget_.release(range.bytes);
       running_ = false;
       // Released: the callers waiting for this batch (its leader too, when a caller leads it).
-      note_batch_released(range.id, 0);
+      waiters_.batch_released(range.id, completion_.settled());
       more = pending() > 0;
     }
     done_cv_.notify_all();
     if (more || parked != nullptr) work_cv_.notify_all();  // the timer; the lot's runner
-    if (options_.on_batch) {
-      try {
-        options_.on_batch(report);
-      } catch (...) {  // documented: dropped
-      }
-    }
-  }
-
-  /// Requires: `s`'s batch parked, not yet in the lot (nobody else walks its lanes). Records in s.held the tickets whose objects
-  /// it still holds (request i of `g` is ticket after + 1 + i), sorted. An object the batch
-  /// queued itself (a dependent) holds its parent, which is held too. Out of memory: diagnosed,
-  /// and those tickets complete with the batch, before their objects are destroyed.
-  static void note_parked_tickets(queue_slot& s, const generation& g, std::uint64_t after) noexcept {
-    s.held.clear();
-    try {
-      std::vector<const detail::registrable_base*> parked;
-      s.engine->each_parked([&](detail::registrable_base& r) { parked.push_back(&r); });
-      std::sort(parked.begin(), parked.end());
-      for (std::size_t i = 0; i < g.objects.size(); ++i)
-        if (std::binary_search(parked.begin(), parked.end(), g.objects[i])) s.held.push_back(after + 1 + i);
-    } catch (...) {
-      s.held.clear();
-      detail::diagnose_noexcept(misuse_kind::queued_in_other_queue,
-                                "async_unregister: out of memory recording the tickets of a parked batch: they "
-                                "complete before their held objects are destroyed");
-    }
+    call_on_batch(report);
   }
 
   // --- the lot: parked batches, run by one thread (Parking in the file comment) ---
@@ -1532,7 +1297,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
       state.unlock();
       std::size_t left = 0;
       {
-        const running_batch_mark mark(this);  // destroy may submit
+        const detail::running_batch_mark mark(this);  // destroy may submit
         left = s.engine->poll_parked();
       }
       if (left != 0) {
@@ -1554,14 +1319,6 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     if (finished_any) done_cv_.notify_all();
   }
 
-
-  /// Requires: the writer lock. The objects a slot holds: one per request unless another batch
-  /// took some over (a cascade, an owned parent's batch) before this batch ran — legal
-  /// (reclaim_protocol.hpp): that batch destroys them, and the tickets complete once they are
-  /// destroyed (ticket_completion).
-  static std::size_t queued_count(const queue_slot& s) noexcept {
-    return std::apply([](const auto&... q) { return (q.size() + ... + 0); }, s.queues);
-  }
 
   /// Requires: m_; ticket_completion advanced to t.
   void completed_to([[maybe_unused]] std::uint64_t t) noexcept {
@@ -1605,24 +1362,6 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     async_unregister* self;
   };
 
-  /// Requires: the writer lock. Builds s's engine (it lives in the slot: a parked batch stays
-  /// there) and runs the batch; its stats in `out`. False: it parked (the lock left released).
-  template <std::size_t... K>
-  bool run_slot(queue_slot& s, const std::optional<gp_cookie>& unlisted_before, batch_stats& out,
-                std::index_sequence<K...>) {
-    const auto lock = detail::writer_lock_ref::make<thread_flavors>(
-        registry_.writer_lock(),
-        detail::lock_release_for(options_.unlock_during_waits, options_.hold_lock_through_drain));
-    detail::batch_context ctx(lock);
-    ctx.unlisted_before = unlisted_before;
-    auto refs = std::make_tuple(submitted_ref<K>{std::get<K>(s.queues), std::get<K>(s.lanes)}...);
-    std::apply([&](auto&... r) { s.engine.emplace(registry_.domain(), options_.rollback, ctx, r...); }, refs);
-    bool finished = true;
-    if (s.engine->run_through_grace_periods()) finished = s.engine->run_after_grace_periods_or_park(&lot_told, this);
-    out = s.engine->stats();
-    return finished;
-  }
-
   // --- attached to the registry (combine_registry_unregister): the registry's gate combines its
   // unregister calls (combining.hpp) and tells this reclaimer about each batch of them ---
 
@@ -1635,7 +1374,7 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     report.threads = r.requests;  // one call per thread
     report.batch = r.batch;
     std::scoped_lock lock(m_);
-    direct_completed_ += r.requests;
+    direct_.completed_elsewhere(r.requests);
     count_batch(report);
   }
 
@@ -1655,27 +1394,8 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
 
   // Under the registry's writer lock: the slots (submits fill current_'s; a batch runs on the one
   // it took, busy until it ends — a parked batch keeps its slot, so there may be more than two).
-  std::vector<std::unique_ptr<queue_slot>> slots_;
+  slot_set slots_;
   queue_slot* current_ = nullptr;  // written under the writer lock and m_; read under either
-
-  /// A slot whose queues tell this reclaimer when a batch takes one of their objects over.
-  std::unique_ptr<queue_slot> make_slot() {
-    auto s = [this]<std::size_t... K>(std::index_sequence<K...>) {
-      return std::make_unique<queue_slot>(lane_policies(detail::submitted_lane<policy_at<K>, object_at<K>>(
-          registry_.template policy<policy_at<K>>())...));
-    }(std::index_sequence_for<Policies...>{});
-    std::apply([this](auto&... q) { (detail::queue_access::set_takeover(detail::queue_access::base(q), this), ...); },
-               s->queues);
-    return s;
-  }
-  /// Requires: the writer lock. A slot no batch runs on, other than current_ (a new one when
-  /// every other is busy: batches parked). Throws: std::bad_alloc (nothing changed).
-  queue_slot* free_slot() {
-    for (const auto& s : slots_)
-      if (!s->busy && s.get() != current_) return s.get();
-    slots_.push_back(make_slot());
-    return slots_.back().get();
-  }
 
   // Under m_: the request counters and the state of the reclaimer.
   mutable std::mutex m_;
@@ -1698,15 +1418,11 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
   std::uint64_t transition_seq_ = 1;
   std::size_t transition_bytes_ = options_.batch_bytes;
   bool bytes_due_ = false;  // current_'s bytes reached batch_bytes (set by the submit that crossed, cleared at the take: both under m_ and the writer lock)
-  std::size_t direct_in_flight_ = 0;    // run_direct requests not yet destroyed (one holds the run; others gave it up on a holder)
-  std::uint64_t direct_completed_ = 0;  // requests run_direct completed (they take no ticket)
+  detail::reclaim_direct<registry_type> direct_{registry_, options_};  // lone unregisters (reclaim_direct.hpp)
   // The waiting path: running_, taken_ and completion_ (with the lot) decide whether a waiter is
-  // done or leads; waiters_ says who waits and who of them a batch end released; these two say
-  // who left since and has not called again (thread-local marks: a caller that returned has no
-  // entry any more).
-  boost::intrusive::list<wait_entry> waiters_;  // every caller in wait_until_completed, on its stack
-  std::uint64_t last_released_batch_ = 0;  // the last batch that ended (note_batch_released)
-  std::size_t callers_away_ = 0;           // callers it released (or earlier ones) not called again since
+  // done or leads; waiters_ says who waits, who of them a batch end released, and who left since
+  // and has not called again (reclaim_waiters.hpp).
+  detail::reclaim_waiters waiters_;
   clock::time_point oldest_{};
   clock::time_point last_batch_end_{};
   bool running_ = false;

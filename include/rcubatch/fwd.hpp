@@ -102,7 +102,7 @@ template <class Flavor, class Lockable, class... Policies> class basic_registry;
 template <class... Policies>
 using registry = basic_registry<default_flavor, std::mutex, Policies...>;
 
-// async_unregister.hpp, async_stats.hpp
+// async_unregister.hpp, async_types.hpp, async_stats.hpp
 enum class reclaim_mode : unsigned char;
 enum class over_budget : unsigned char;
 struct async_batch_report;

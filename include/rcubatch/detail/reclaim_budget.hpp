@@ -17,9 +17,17 @@
 
 #include <algorithm>
 #include <atomic>
+#include <concepts>
 #include <cstddef>
 
 namespace rcubatch::detail {
+
+/// A policy's optional `std::size_t pending_bytes(const T&)`: the bytes a request for t is charged
+/// (sizeof(T) without one). Checked by shape where it is used (async_unregister's static_assert).
+template <class P, class T>
+concept has_pending_bytes = requires(P& p, const T& t) {
+  { p.pending_bytes(t) } -> std::convertible_to<std::size_t>;
+};
 
 /// The budget of one async_unregister. Requires: release, recharge and high_water under the
 /// reclaimer's m_; charged, over, fits and charge anywhere (a look and its charge under one lock:
