@@ -463,8 +463,8 @@ MUTANTS += [  # issue 37: registry semantics, round 2 (each killed by hand on 20
     ("pipelined_cookie_taken_before_unlist", AU,
      "    detail::hooks_of<policy_at<k>, T>{registry_.template policy<policy_at<k>>()}.unlist(t);\n"
      "    detail::registrable_access::set_unlisted_early(t, true);  // whichever batch takes it skips unlist\n"
-     "    g.unlisted_before = registry_.domain().snapshot();\n",
-     "    g.unlisted_before = registry_.domain().snapshot();\n"
+     "    g.unlisted_before.emplace(registry_.domain().snapshot());  // emplace: no test of the optional\n",
+     "    g.unlisted_before.emplace(registry_.domain().snapshot());  // emplace: no test of the optional\n"
      "    detail::hooks_of<policy_at<k>, T>{registry_.template policy<policy_at<k>>()}.unlist(t);\n"
      "    detail::registrable_access::set_unlisted_early(t, true);  // whichever batch takes it skips unlist\n",
      tk("takeover\\.a_grace_period_during_submits_unlist_does_not_let_its_batch_skip_grace_period_1")),
@@ -822,6 +822,19 @@ MUTANTS += [  # issue 36 (r36-teardown): rollback_range's fused walk (each kille
      rr("refuses_an_object_queued_elsewhere_and_leaves_it_in_its_queue")),
 ]
 
+
+MUTANTS += [  # issue 35, submit's instructions (branch r35-insn, 2026-12-06)
+    ("raw_read_section_waits_for_the_writer_lock", AU,  # a contended submit in liburcu's own section waits
+     "    if (!outside_read_section(what)) return false;\n    lock.lock();\n", "    lock.lock();\n",
+     au(r"a_submit_in_a_raw_read_section_is_refused_rather_than_wait_for_the_writer_lock")),
+    ("raw_read_section_waits_for_the_budget", AU,  # ... or blocks on the budget (runs the batch: fatal)
+     "    if (!outside_read_section(\"submit\") || !reserve(bytes)) {", "    if (!reserve(bytes)) {",
+     au(r"a_submit_in_a_raw_read_section_is_refused_rather_than_wait_for_the_budget")),
+    ("submitted_twice_moved_to_the_tail", UQ,  # push_new_idle's double submit taken as a re-push
+     "    if (access::owner(r) == this && access::is_linked(r)) {\n      detail::diagnose(misuse_kind::already_unregistering, again);",
+     "    if (false) {\n      detail::diagnose(misuse_kind::already_unregistering, again);",
+     au(r"misuse_fails_loudly_and_changes_nothing")),
+]
 
 # Last: every MUTANTS += above is in the list main() runs (a block appended after this line is not).
 if __name__ == "__main__":

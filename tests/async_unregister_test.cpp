@@ -666,6 +666,96 @@ TEST_F(async_counting, misuse_fails_loudly_and_changes_nothing) {
   reclaimer.drain();
 }
 
+// A read-side section opened with the flavor's own read_lock, not a read_guard: only liburcu can
+// tell (read_ongoing, ~22 instructions), so submit asks it only before it would wait — for the
+// writer lock another thread holds, or for the budget — and is refused there instead of waiting
+// (the wait could be for this reader's grace period). One that waits for nothing goes through
+// (issue 35; submit's contract). Registries of memb: the counting flavor's read_lock is no-op.
+using memb_registry = basic_registry<flavor::memb, std::mutex, items>;
+using memb_hundred_byte_registry = basic_registry<flavor::memb, std::mutex, hundred_byte_items>;
+
+TEST_F(async_counting, a_submit_in_a_raw_read_section_is_refused_rather_than_wait_for_the_writer_lock) {
+  watchdog dog(30s, "a submit inside a raw read section waiting for a writer lock held until it returns");
+  memb_registry reg;
+  async_unregister reclaimer(reg, manual());
+  item* a = add_item(reg, 1);
+  std::latch held(1), release(1);
+  std::thread holder([&] {
+    std::scoped_lock lock(reg.writer_lock());
+    held.count_down();
+    release.wait();  // until main's submit returned: a submit that waits for the lock never does
+  });
+  held.wait();
+  misuse_capture cap;
+  unregister_ticket t;
+  {
+    scoped_misuse_policy p(misuse_policy::report, cap);
+    flavor::memb::read_lock();
+    t = reclaimer.submit(*a);
+    flavor::memb::read_unlock();
+  }
+  release.count_down();
+  holder.join();
+  EXPECT_FALSE(t) << "refused, not waited for";
+  EXPECT_EQ(cap.calls, 1);
+  EXPECT_EQ(cap.last_kind, misuse_kind::blocking_in_read_section);
+  EXPECT_TRUE(findable(reg, 1)) << "nothing changed";
+  EXPECT_EQ(reclaimer.stats().submitted, 0u);
+  const unregister_ticket later = reclaimer.submit(*a);  // outside the section it goes through
+  ASSERT_TRUE(later);
+  reclaimer.drain();
+  EXPECT_TRUE(reclaimer.poll(later));
+  EXPECT_FALSE(findable(reg, 1));
+}
+
+TEST_F(async_counting, a_submit_in_a_raw_read_section_is_refused_rather_than_wait_for_the_budget) {
+  watchdog dog(30s, "a submit inside a raw read section waiting for the budget");
+  memb_hundred_byte_registry reg;
+  async_unregister reclaimer(reg, manual({.budget_bytes = 100}));
+  item* a = add_item(reg, 1);
+  item* b = add_item(reg, 2);
+  const unregister_ticket ta = reclaimer.submit(*a);  // the budget is full
+  ASSERT_TRUE(ta);
+  misuse_capture cap;
+  unregister_ticket tb;
+  {
+    scoped_misuse_policy p(misuse_policy::report, cap);
+    flavor::memb::read_lock();
+    tb = reclaimer.submit(*b);  // would block, or run a's batch here: its grace period waits for this reader
+    flavor::memb::read_unlock();
+  }
+  EXPECT_FALSE(tb);
+  EXPECT_EQ(cap.calls, 1);
+  EXPECT_EQ(cap.last_kind, misuse_kind::blocking_in_read_section);
+  EXPECT_TRUE(findable(reg, 2)) << "nothing changed";
+  EXPECT_EQ(reclaimer.stats().pending_bytes, 100u) << "b's bytes were not charged";
+  reclaimer.drain();
+  EXPECT_TRUE(reclaimer.poll(ta));
+  const unregister_ticket later = reclaimer.submit(*b);
+  ASSERT_TRUE(later);
+  reclaimer.drain();
+  EXPECT_TRUE(reclaimer.poll(later));
+}
+
+TEST_F(async_counting, a_submit_in_a_raw_read_section_that_waits_for_nothing_goes_through) {
+  memb_registry reg;
+  async_unregister reclaimer(reg, manual());
+  item* a = add_item(reg, 1);
+  misuse_capture cap;
+  unregister_ticket t;
+  {
+    scoped_misuse_policy p(misuse_policy::report, cap);
+    flavor::memb::read_lock();
+    t = reclaimer.submit(*a);  // the lock free, the budget unlimited: nothing to wait for
+    EXPECT_FALSE(findable(reg, 1)) << "unlisted at once, as any submit";
+    flavor::memb::read_unlock();
+  }
+  ASSERT_TRUE(t);
+  EXPECT_EQ(cap.calls, 0) << "not misuse: nothing waited";
+  reclaimer.drain();  // its grace period waits for readers like the one above
+  EXPECT_TRUE(reclaimer.poll(t));
+}
+
 /// A destroy hook that calls the members which wait for batches, on its own reclaimer.
 struct reentrant_items : items {
   void destroy(item* i) noexcept {

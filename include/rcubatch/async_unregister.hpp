@@ -133,7 +133,8 @@
 // refuses: an empty ticket, false): submit of an object that is not registered (not_registered),
 // submitted twice or already in a batch (already_unregistering), sitting in another queue
 // (queued_in_other_queue), submit / wait / drain / unregister inside a read-side section of the
-// flavor (blocking_in_read_section), poll / wait on an empty ticket, another reclaimer's ticket
+// flavor (blocking_in_read_section; a submit inside one not opened by a read_guard only when it
+// would wait: submit's contract), poll / wait on an empty ticket, another reclaimer's ticket
 // or one never issued (foreign_cookie; under report poll answers true and wait returns), an
 // object registered in another registry (wrong_registry). A batch taking over a submitted object
 // is not misuse (Take-over, above).
@@ -299,6 +300,12 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
   /// comment), and returns its ticket; if the bytes do not fit, it releases the lock first and blocks or is
   /// refused (see the file comment), then tries again. obj is destroyed later, by a batch. Refused (empty ticket, nothing changed): over_budget::refuse and the budget full;
   /// misuse under misuse_policy::report.
+  /// Misuse (blocking_in_read_section): inside a read_guard's section, always; inside a section
+  /// opened with the flavor's own read_lock (no read_guard; only liburcu can tell, at a cost of
+  /// ~22 instructions per call), only when the submit would wait — for the writer lock held by
+  /// another thread, or for the budget — as that wait may be for this reader's grace period. A
+  /// submit there that waits for nothing goes through: its object is destroyed by a batch after a
+  /// grace period, which waits for this reader as for any.
   /// Throws: misuse_error (throw_error) for the misuse above; what validate throws;
   /// std::bad_alloc — in each case nothing changed.
   /// Complexity: O(1) expected (a GP cookie snapshot, the policy's validate and unlist).
@@ -383,14 +390,17 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     T& t = static_cast<T&>(obj);
     submit_result r;
     r.status = unregister_status::refused;
-    if (!outside_read_section("submit") || !writer_lock_not_held("submit")) return r;
+    // A read_guard's section here, always; one the flavor's own read_lock opened, before the
+    // submit would wait (lock_writer, submit_over_budget): outside_read_guard.
+    if (!outside_read_guard("submit") || !writer_lock_not_held("submit")) return r;
     std::size_t bytes = bytes_of<k>(t);
     {
       // The first attempt, inline: nothing reserved yet, so nothing to release if it throws (the
       // retry loop's frame and handler cost every submit ~40 instructions; callgrind, issue 35).
       bool no_room = false;
-      std::unique_lock lock(registry_.writer_lock(), std::defer_lock);
-      lock_writer(lock);
+      auto& writer = registry_.writer_lock();
+      if (!lock_writer(writer, "submit")) return r;  // in a read-side section: diagnosed, not waited
+      std::lock_guard lock(writer, std::adopt_lock);  // no unique_lock: its null and owns tests
       r = submit_locked<k>(t, bytes, false, caller_waits, lost_race_is_result, no_room);
       if (!no_room) [[likely]]
         return r;
@@ -399,23 +409,35 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
   }
 
   /// Takes the writer lock for a submit, which checked that its thread does not hold it
-  /// (writer_lock_not_held): an uncontended try_lock first, without lock()'s second look at the
-  /// holder (a thread-id read and compare per submit); lock() when contended (offline while
-  /// waiting under qsbr, counted for yield_to_waiter).
+  /// (writer_lock_not_held) and is in no read_guard (outside_read_guard): an uncontended
+  /// try_lock first, without lock()'s second look at the holder (a thread-id read and compare
+  /// per submit); when contended, lock_writer_waiting. Returns false, the lock not taken, when
+  /// that diagnosed a read-side section (misuse under report).
   template <class Lock>
-  void lock_writer(Lock& lock) {
-    if constexpr (requires { { lock.mutex()->try_lock() } -> std::convertible_to<bool>; }) {
+  bool lock_writer(Lock& lock, const char* what) {
+    if constexpr (requires { { lock.try_lock() } -> std::convertible_to<bool>; }) {
       if (lock.try_lock()) [[likely]]
-        return;
+        return true;
     }
+    return lock_writer_waiting(lock, what);
+  }
+  /// lock_writer's contended path, out of line: the full read-section check (the flavor's own:
+  /// it would wait, maybe for this reader's grace period), then lock() (offline while waiting
+  /// under qsbr, counted for yield_to_waiter).
+  template <class Lock>
+  [[gnu::noinline]] bool lock_writer_waiting(Lock& lock, const char* what) {
+    if (!outside_read_section(what)) return false;
     lock.lock();
+    return true;
   }
 
   /// submit_request after its first attempt found the budget full: out of line (rare).
   template <std::size_t k>
   [[gnu::noinline]] submit_result submit_over_budget(object_at<k>& t, std::size_t bytes, bool caller_waits,
                                                      bool lost_race_is_result) {
-    if (!reserve(bytes)) {  // over_budget::refuse: nothing changed
+    // It may wait from here on (reserve, the writer lock): the full read-section check, as in
+    // lock_writer (submit_request checked only for a read_guard's section).
+    if (!outside_read_section("submit") || !reserve(bytes)) {  // misuse, or over_budget::refuse: nothing changed
       submit_result r;
       r.status = unregister_status::refused;
       return r;
@@ -481,14 +503,17 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
       throw;
     }
     // --- nothing below throws ---
-    const std::uint64_t seq = record_request(g, bytes, reserved);
-    g.objects.push_back(&static_cast<const detail::registrable_base&>(t));
     // Unlisted from its indexes, but left in its owner's list (owned.hpp), if any: a parent's batch
     // that runs before this object's takes it over (its notify queues it), so the parent never
     // waits for a batch that may not run (issue 35); whichever batch takes it unlinks it there.
+    // Unlisted before the request is recorded (both under the writer lock, which every reader of
+    // the record takes, so the order is not observable): the record's values are then not live
+    // across the unlist's calls into liburcu (callee-saved registers and spills; callgrind, issue 35).
     detail::hooks_of<policy_at<k>, T>{registry_.template policy<policy_at<k>>()}.unlist(t);
     detail::registrable_access::set_unlisted_early(t, true);  // whichever batch takes it skips unlist
-    g.unlisted_before = registry_.domain().snapshot();
+    g.unlisted_before.emplace(registry_.domain().snapshot());  // emplace: no test of the optional
+    const std::uint64_t seq = record_request(g, bytes, reserved);
+    g.objects.push_back(&static_cast<const detail::registrable_base&>(t));
     publish(g, seq, caller_waits);
     r.ticket = unregister_ticket(seq, id_);
     RCUBATCH_PROBE(async_submit, id_, seq, bytes);
@@ -506,13 +531,11 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
           (st != reg_state::registered || detail::registrable_access::owner(t) != nullptr))
         return unregister_status::already_unregistering;  // in a batch, in a queue (here, or a cascade's), or gone
     }
-    if (q.contains(t)) {
-      detail::diagnose(misuse_kind::already_unregistering,
-                       "async_unregister::submit: the object was already submitted and its batch has not run; "
-                       "submit each object once");
-      return unregister_status::refused;
-    }
-    if (!q.push(t)) return unregister_status::refused;  // not registered, in a batch, or in another queue: diagnosed there
+    // q is current_'s: no batch runs on it (push_new_idle), and t in it was submitted twice.
+    if (!detail::queue_access::push_new_idle(q, t,
+                                             "async_unregister::submit: the object was already submitted and its "
+                                             "batch has not run; submit each object once"))
+      return unregister_status::refused;  // submitted twice, not registered, in a batch, or in another queue: diagnosed
     if (!registry_.admit_queued(q, t, "async_unregister::submit")) return unregister_status::refused;  // diagnosed
     return unregister_status::unregistered;
   }
@@ -594,16 +617,27 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
     // crossed, not on every request past it: a notify per submit costs more than the submit.
     // The next such request and byte count are kept ready (transition_seq_, transition_bytes_),
     // so that the others pay two compares.
+    // The rest out of line (publish_transition, wake_blocked_submitter): this hot path then
+    // runs straight through, without GCC's jumps to and from its blocks (callgrind, issue 35).
     const bool from_hook = detail::t_running_batch_of == this;
-    if (seq != transition_seq_ && g.bytes < transition_bytes_ && !from_hook) [[likely]] {
-      issued_.store(seq);
-      if (blocked_now_.load() == 0) [[likely]]
-        return;
-      { std::scoped_lock state(m_); }  // the blocked one is asleep, or has not looked yet (see above)
-      work_cv_.notify_all();
-      done_cv_.notify_all();  // a manual submitter blocked on the budget may run the batch
+    if (seq == transition_seq_ || g.bytes >= transition_bytes_ || from_hook) [[unlikely]] {
+      publish_transition(g, seq, caller_waits, from_hook);
       return;
     }
+    issued_.store(seq);
+    if (blocked_now_.load() != 0) [[unlikely]]
+      wake_blocked_submitter();
+  }
+  /// publish's wake-up of a submitter blocked on the budget, for a request that is no transition.
+  [[gnu::cold, gnu::noinline]] void wake_blocked_submitter() noexcept {
+    { std::scoped_lock state(m_); }  // the blocked one is asleep, or has not looked yet (see above)
+    work_cv_.notify_all();
+    done_cv_.notify_all();  // a manual submitter blocked on the budget may run the batch
+  }
+  /// publish for a request that is a transition (the first pending, the batch_count-th, the
+  /// bytes threshold crossed) or a submit from this reclaimer's own hook: under m_.
+  [[gnu::noinline]] void publish_transition(const generation& g, std::uint64_t seq, bool caller_waits,
+                                            bool from_hook) noexcept {
     const auto pending = static_cast<std::size_t>(seq - taken_);
     const bool crossed = g.bytes >= transition_bytes_;
     const bool wake = seq == transition_seq_ || crossed;
@@ -804,6 +838,17 @@ class async_unregister<basic_registry<Flavor, Lockable, Policies...>> final : pr
 
   bool outside_read_section(const char* what) {
     if (!in_read_section<Flavor>()) [[likely]]
+      return true;
+    return report_inside_read_section(what);
+  }
+  /// outside_read_section for a read_guard's section only (rcubatch's own thread-local depth,
+  /// three instructions): submit's check before it knows whether it will wait. A section opened
+  /// with the flavor's own read_lock is asked of liburcu (a call and a thread-local lookup in
+  /// liburcu: 22 of a submit's instructions, callgrind, issue 35) only where it can matter —
+  /// before the submit waits for the writer lock or the budget, which may wait for this reader's
+  /// grace period (lock_writer, submit_over_budget). Under qsbr the two checks are the same.
+  bool outside_read_guard(const char* what) {
+    if (detail::reader<Flavor>.read_depth == 0) [[likely]]
       return true;
     return report_inside_read_section(what);
   }
