@@ -2,23 +2,44 @@
 """Issue 35's ratios from rcubatch_bench_many_writers' Google Benchmark JSON, per W and per
 number of busy readers (real memb GPs only: the gp:1ms cases are left out).
 
-  /usr/bin/python3 bench/many_writers_ratios.py bench/results/many_writers-STAMP.json
+  /usr/bin/python3 bench/many_writers_ratios.py bench/results/many_writers-STAMP.json [--counts]
 
 For each (readers, mode, W) the median objects/s over the repetitions (the lower middle of an even
-count), then sync_combined / serialized and async / call_rcu of those medians, with the spread of
-the per-repetition ratios (repetition i against repetition i; with random interleaving they ran
-side by side). Targets (issue 35): sync_combined / serialized >= 0.9x at W = 1, >= 1.0x at
-W = 2, 4, 8; async / call_rcu >= 1.0x at W = 8. sync_combined is registry::unregister through the
-registry's combining gate (registry_options::combining) since issue 35's r35-combine; before, it was
+count), then sync_combined / serialized and async / call_rcu of those medians — the must-show's
+reading — with the spread of the per-repetition ratios (repetition i against repetition i).
+Targets (issue 35): sync_combined / serialized >= 0.9x at W = 1, >= 1.0x at W = 2, 4, 8;
+async / call_rcu >= 1.0x at W = 8. sync_combined is registry::unregister through the registry's
+combining gate (registry_options::combining) since issue 35's r35-combine; before, it was
 async_unregister::unregister (now sync_reclaimer, reported too when the JSON has it).
+
+Beside it, readings of the same repetitions that say how much of a ratio is noise:
+- serialized_twin / serialized (run with --mw_control: bench/run_many_writers.sh --issue35
+  --control): serialized's code under two names, so any distance from 1.00x is the protocol's own
+  noise — the floor the other ratios are read against (the "A/A control" section counts its cells
+  below 1.0x and 0.9x).
+- time-paired: the k-th repetition of one mode that ran against the k-th of the other in the order
+  they ran (the case_start_s counter; Google Benchmark's JSON lists a case's repetitions together),
+  and the median of those k ratios: each pair ran close in time, so a slow spell of the machine
+  lands in both halves of a pair more often than in both medians.
+- perm. p: the two-sided permutation test of the ratio of the medians (every split of the 2 x n
+  repetitions into two groups of n): the share of splits whose ratio is at least as far from 1
+  as the one observed. Small (< 0.05): the two modes' repetitions are unlikely one population.
+- by state (with --mw_case_ping_pong's ping_pong_ns): the ratio of the medians over the cases
+  that ran in the VM's fast cache-line state (ping-pong < 200 ns) only.
+--counts adds the medians of the per-case counts (mean GP, the writers' context switches per
+object) per mode, to compare what each mode's cases drew.
 """
 import argparse
+import itertools
+import math
 import statistics
 import sys
 
 from bench_json import load
 
-PAIRS = [("sync_combined", "serialized"), ("sync_reclaimer", "serialized"), ("async", "call_rcu")]
+PAIRS = [("sync_combined", "serialized"), ("sync_reclaimer", "serialized"), ("async", "call_rcu"),
+         ("serialized_twin", "serialized")]
+FAST_PING_PONG_NS = 200  # below: the VM's fast state (~60-130 ns); the slow one reads ~350-450 ns
 
 
 def parse(name):
@@ -38,22 +59,73 @@ def lower_median(xs):
     return xs[(len(xs) - 1) // 2]
 
 
+def target_of(num, w):
+    if num == "sync_combined":
+        return ">= 0.9" if w == 1 else ">= 1.0"
+    if num == "async":
+        return ">= 1.0" if w == 8 else ""
+    if num == "serialized_twin":
+        return "1.00 (A/A)"
+    return ""  # sync_reclaimer: for comparison only
+
+
+def time_paired(a, b):
+    """The k-th (by case_start_s) of a against the k-th of b: the ratios, or None without times."""
+    if any(r.get("case_start_s") is None for r in a + b):
+        return None
+    a = sorted(a, key=lambda r: r["case_start_s"])
+    b = sorted(b, key=lambda r: r["case_start_s"])
+    return [x["objects_per_s"] / y["objects_per_s"] for x, y in zip(a, b)]
+
+
+def permutation_p(a, b, limit=20000):
+    """Two-sided: the share of the splits of a + b into len(a), len(b) whose ratio of lower
+    medians is at least as far from 1 (in log) as a's over b's. Exact up to `limit` splits."""
+    pooled = a + b
+    observed = abs(math.log(lower_median(a) / lower_median(b)))
+    n = len(pooled)
+    splits = itertools.combinations(range(n), len(a))
+    if math.comb(n, len(a)) > limit:
+        import random
+        rng = random.Random(35)
+        splits = (tuple(sorted(rng.sample(range(n), len(a)))) for _ in range(limit))
+    hits = total = 0
+    for idx in splits:
+        chosen = set(idx)
+        x = [pooled[i] for i in idx]
+        y = [pooled[i] for i in range(n) if i not in chosen]
+        total += 1
+        if abs(math.log(lower_median(x) / lower_median(y))) >= observed - 1e-12:
+            hits += 1
+    return hits / total
+
+
+def fast_only(rows):
+    return [r["objects_per_s"] for r in rows if 0 < r.get("ping_pong_ns", 0) < FAST_PING_PONG_NS]
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("json")
+    ap.add_argument("--counts", action="store_true", help="also the medians of the per-case counts per mode")
     args = ap.parse_args()
     ctx, runs = load(args.json)
-    reps = {}
+    rows = {}
     for r in runs:
         key = parse(r["name"])
         if key and "objects_per_s" in r and not r.get("error_occurred"):
-            reps.setdefault(key, []).append(r["objects_per_s"])
-    if not reps:
+            rows.setdefault(key, []).append(r)
+    if not rows:
         sys.exit(f"{args.json}: no BM_ManyWriters results with real GPs")
+    reps = {k: [r["objects_per_s"] for r in v] for k, v in rows.items()}
+    has_state = any("ping_pong_ns" in r for v in rows.values() for r in v)
     print(f"{args.json}: run date {ctx.get('date', '?')}, load average {ctx.get('load_avg', '?')}, "
           f"CPUs: {ctx.get('mw_cpus', '?')}")
-    print("| readers | W | pair | ratio of the medians | per-repetition min..max | repetitions | target |")
-    print("|---|---|---|---|---|---|---|")
+    state_col = " | fast state only (n) " if has_state else " "
+    print(f"| readers | W | pair | ratio of the medians | per-repetition min..max | repetitions | target "
+          f"| time-paired median (min..max) | perm. p{state_col}|")
+    print("|---|---|---|---|---|---|---|---|---|" + ("---|" if has_state else ""))
+    control = []
     for readers in sorted({k[0] for k in reps}):
         for num, den in PAIRS:
             for w in sorted({k[2] for k in reps}):
@@ -62,15 +134,52 @@ def main():
                     continue
                 ratio = lower_median(a) / lower_median(b)
                 per = [x / y for x, y in zip(a, b)]
-                if num == "sync_combined":
-                    target = ">= 0.9" if w == 1 else ">= 1.0"
-                elif num == "sync_reclaimer":
-                    target = ""  # for comparison only
-                else:
-                    target = ">= 1.0" if w == 8 else ""
+                tp = time_paired(rows[(readers, num, w)], rows[(readers, den, w)])
+                tp_text = f"{statistics.median(tp):.2f}x ({min(tp):.2f}..{max(tp):.2f})" if tp else "-"
+                p = permutation_p(a, b)
+                state = ""
+                if has_state:
+                    fa, fb = fast_only(rows[(readers, num, w)]), fast_only(rows[(readers, den, w)])
+                    state = (f" {lower_median(fa) / lower_median(fb):.2f}x ({len(fa)}/{len(fb)}) |"
+                             if fa and fb else f" - ({len(fa)}/{len(fb)}) |")
                 print(f"| {readers} | {w} | {num} / {den} | {ratio:.2f}x | {min(per):.2f}..{max(per):.2f} | "
-                      f"{len(a)}/{len(b)} | {target} |")
+                      f"{len(a)}/{len(b)} | {target_of(num, w)} | {tp_text} | {p:.3f} |{state}")
+                if num == "serialized_twin":
+                    control.append((readers, w, ratio, per, tp))
+    if control:
+        print()
+        print("A/A control (serialized_twin / serialized: the same code; every distance from 1.00x is noise):")
+        medians = [c[2] for c in control]
+        per_all = [x for c in control for x in c[3]]
+        print(f"- ratio of the medians, {len(medians)} cells: {min(medians):.2f}..{max(medians):.2f}; "
+              f"below 1.0x: {sum(m < 1.0 for m in medians)}, below 0.9x: {sum(m < 0.9 for m in medians)}, "
+              f"above 1.1x: {sum(m > 1.1 for m in medians)}")
+        print(f"- per-repetition ratios, {len(per_all)}: below 1.0x: {sum(x < 1.0 for x in per_all)}, "
+              f"below 0.9x: {sum(x < 0.9 for x in per_all)}, range {min(per_all):.2f}..{max(per_all):.2f}")
+        tps = [statistics.median(c[4]) for c in control if c[4]]
+        if tps:
+            print(f"- time-paired medians, {len(tps)} cells: {min(tps):.2f}..{max(tps):.2f}; "
+                  f"below 1.0x: {sum(t < 1.0 for t in tps)}, below 0.9x: {sum(t < 0.9 for t in tps)}")
+    if args.counts:
+        print()
+        print("Medians per case: objects/s (k); mean GP (µs); the writers' voluntary / involuntary context "
+              "switches per object; the writers' time on a CPU / runnable waiting for one per object (µs, "
+              "schedstat); the co-located reader's (readers:2's second) share of the wall time on a CPU / "
+              "runnable; ping-pong (ns) when probed:")
+        print("| readers | W | mode | objects/s | mean GP | vol. sw. | invol. sw. | writer run | writer runqueue "
+              "| reader2 CPU | reader2 runqueue | ping-pong | cases |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+        for (readers, m, w) in sorted(rows, key=lambda k: (k[0], k[2], k[1])):
+            rs = rows[(readers, m, w)]
 
+            def med(field, scale=1.0, fmt="{:.2f}"):
+                xs = [r[field] for r in rs if field in r]
+                return fmt.format(statistics.median(xs) * scale) if xs else "-"
+            print(f"| {readers} | {w} | {m} | {med('objects_per_s', 1e-3, '{:.1f}')} | {med('mean_gp_us', 1, '{:.0f}')} | "
+                  f"{med('writer_voluntary_switches_per_object')} | {med('writer_involuntary_switches_per_object', 1, '{:.3f}')} | "
+                  f"{med('writer_run_us_per_object', 1, '{:.1f}')} | {med('writer_runqueue_us_per_object', 1, '{:.1f}')} | "
+                  f"{med('reader2_cpu_share')} | {med('reader2_runqueue_share')} | "
+                  f"{med('ping_pong_ns', 1, '{:.0f}')} | {len(rs)} |")
 
 if __name__ == "__main__":
     main()
