@@ -26,6 +26,17 @@ Beside it, readings of the same repetitions that say how much of a ratio is nois
   as the one observed. Small (< 0.05): the two modes' repetitions are unlikely one population.
 - by state (with --mw_case_ping_pong's ping_pong_ns): the ratio of the medians over the cases
   that ran in the VM's fast cache-line state (ping-pong < 200 ns) only.
+- GP-standardized (the sync modes, whose grace periods the bench counts and times): each case's
+  time per object is its GPs per object x its mean GP + the rest (wall - GP time: the library's
+  own path, the destroy, the writers' hand-offs and whatever else kept CPU 0 busy). With a busy
+  reader on the writers' CPU the mean GP is what the scheduler decides — when that reader gets
+  the CPU to leave its read-side section — and varies 10x from case to case in either mode, so
+  the raw ratio is mostly the ratio of the two modes' GP draws. The standardized ratio is
+  (den's median GPs per object x G + its median rest) / (num's ... ), G the median GP of both
+  modes' cases: what each mode's own levers (GPs per object: combining's gain; its own time
+  per object: its cost) give at the same GP. Beside it, the two modes' median GPs and the
+  permutation p of their GP draws: a mode that made GPs longer (say, by handing the reader the
+  CPU) shows there, not in the standardized ratio.
 --counts adds the medians of the per-case counts (mean GP, the writers' context switches per
 object) per mode, to compare what each mode's cases drew.
 """
@@ -104,6 +115,42 @@ def fast_only(rows):
     return [r["objects_per_s"] for r in rows if 0 < r.get("ping_pong_ns", 0) < FAST_PING_PONG_NS]
 
 
+def gp_per_object_us(r):
+    return r["mean_gp_us"] * r["gps_per_object"]
+
+
+def rest_us(r):
+    """Wall time per object minus GP time per object (µs): what is not the grace period."""
+    return 1e6 / r["objects_per_s"] - gp_per_object_us(r)
+
+
+def standardized(rows):
+    """The GP-standardized reading (module doc) of sync_combined and serialized_twin over serialized."""
+    out = []
+    for (readers, num, w) in sorted(rows, key=lambda k: (k[0], k[2], k[1])):
+        if num not in ("sync_combined", "serialized_twin") or (readers, "serialized", w) not in rows:
+            continue
+        a, b = rows[(readers, num, w)], rows[(readers, "serialized", w)]
+        if any(r.get("gps_per_object", -1) <= 0 or "mean_gp_us" not in r for r in a + b):
+            continue
+        g = statistics.median([r["mean_gp_us"] for r in a + b])
+        med = lambda rs, f: statistics.median([f(r) for r in rs])
+        t = lambda rs: med(rs, lambda r: r["gps_per_object"]) * g + med(rs, rest_us)
+        gp_a, gp_b = [r["mean_gp_us"] for r in a], [r["mean_gp_us"] for r in b]
+        out.append(f"| {readers} | {w} | {num} / serialized | {t(b) / t(a):.3f}x | {g:.0f} | "
+                   f"{med(a, lambda r: r['gps_per_object']):.3f} / {med(b, lambda r: r['gps_per_object']):.3f} | "
+                   f"{med(a, rest_us):.2f} / {med(b, rest_us):.2f} | "
+                   f"{lower_median(gp_a):.0f} / {lower_median(gp_b):.0f} (p {permutation_p(gp_a, gp_b):.3f}) |")
+    if out:
+        print()
+        print("GP-standardized (module doc): the ratio at the cell's median GP G; GPs per object, the rest "
+              "(wall - GP time, µs per object) and the median GP (µs) of num / den, with the permutation p of "
+              "the GP draws:")
+        print("| readers | W | pair | standardized ratio | G (µs) | GPs per object | rest µs per object | median GP, µs |")
+        print("|---|---|---|---|---|---|---|---|")
+        print("\n".join(out))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("json")
@@ -160,6 +207,7 @@ def main():
         if tps:
             print(f"- time-paired medians, {len(tps)} cells: {min(tps):.2f}..{max(tps):.2f}; "
                   f"below 1.0x: {sum(t < 1.0 for t in tps)}, below 0.9x: {sum(t < 0.9 for t in tps)}")
+    standardized(rows)
     if args.counts:
         print()
         print("Medians per case: objects/s (k); mean GP (µs); the writers' voluntary / involuntary context "
