@@ -3,6 +3,7 @@
 number of busy readers (real memb GPs only: the gp:1ms cases are left out).
 
   /usr/bin/python3 bench/many_writers_ratios.py bench/results/many_writers-STAMP.json [--counts]
+  /usr/bin/python3 bench/many_writers_ratios.py RUN1.json RUN2.json RUN3.json   # each, then pooled
 
 For each (readers, mode, W) the median objects/s over the repetitions (the lower middle of an even
 count), then sync_combined / serialized and async / call_rcu of those medians — the must-show's
@@ -37,6 +38,14 @@ Beside it, readings of the same repetitions that say how much of a ratio is nois
   per object: its cost) give at the same GP. Beside it, the two modes' median GPs and the
   permutation p of their GP draws: a mode that made GPs longer (say, by handing the reader the
   CPU) shows there, not in the standardized ratio.
+- identical code passes: with the control, the share of random 7/7 splits of a cell's 14
+  serialized + serialized_twin cases (one code) whose ratios meet sync_combined's targets in
+  every cell of the run — how often the must-show passes one run for a mode exactly as fast as
+  serialized (cube it for three runs).
+- pooled (several JSONs): per (readers, W), sync_combined's cases against serialized's and
+  serialized_twin's of the same run: the share of pairs in which sync_combined's objects/s (mean
+  GP, rest per object) is the larger, 0.50 meaning no difference, with a permutation p (labels
+  shuffled within each run, so the runs' different loads do not count as a difference).
 --counts adds the medians of the per-case counts (mean GP, the writers' context switches per
 object) per mode, to compare what each mode's cases drew.
 """
@@ -151,22 +160,114 @@ def standardized(rows):
         print("\n".join(out))
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("json")
-    ap.add_argument("--counts", action="store_true", help="also the medians of the per-case counts per mode")
-    args = ap.parse_args()
-    ctx, runs = load(args.json)
+def identical_code_passes(rows, rng, splits=2000):
+    """The share of random 7/7 splits of each cell's serialized + serialized_twin cases (the same
+    code) whose ratios of the medians meet the must-show's sync_combined targets in every cell of
+    the run (>= 0.9 at W = 1, >= 1.0 at W = 2, 4, 8): how often a mode no faster than serialized
+    passes one run. None without the control."""
+    cells = [(k[0], k[2]) for k in rows if k[1] == "serialized" and (k[0], "serialized_twin", k[2]) in rows]
+    if not cells:
+        return None
+    passed = 0
+    for _ in range(splits):
+        ok = True
+        for readers, w in cells:
+            pool = [r["objects_per_s"] for r in rows[(readers, "serialized", w)] + rows[(readers, "serialized_twin", w)]]
+            rng.shuffle(pool)
+            half = len(pool) // 2
+            if lower_median(pool[:half]) / lower_median(pool[half:]) < (0.9 if w == 1 else 1.0):
+                ok = False
+                break
+        passed += ok
+    return passed / splits
+
+
+def pooled(all_rows, field, rng, perms=2000):
+    """Over several runs, per (readers, W): whether sync_combined's cases draw `field` from the
+    same population as serialized's and serialized_twin's of the same run. The statistic: the
+    share of (combined, baseline) case pairs of a run in which combined's is the larger (0.5:
+    no difference), pooled over the runs; p: permuting the mode labels within each run."""
+    def auc(groups):
+        wins = total = 0
+        for a, b in groups:
+            for x in a:
+                for y in b:
+                    wins += (x > y) + 0.5 * (x == y)
+                    total += 1
+        return wins / total if total else float("nan")
+    out = []
+    keys = sorted({(k[0], k[2]) for rows in all_rows for k in rows if k[1] == "sync_combined"})
+    for readers, w in keys:
+        groups = []
+        for rows in all_rows:
+            a = [r[field] for r in rows.get((readers, "sync_combined", w), []) if field in r]
+            b = [r[field] for m in ("serialized", "serialized_twin") for r in rows.get((readers, m, w), []) if field in r]
+            if a and b:
+                groups.append((a, b))
+        if not groups:
+            continue
+        observed = auc(groups)
+        extreme = 0
+        for _ in range(perms):
+            shuffled = []
+            for a, b in groups:
+                pool = a + b
+                rng.shuffle(pool)
+                shuffled.append((pool[:len(a)], pool[len(a):]))
+            extreme += abs(auc(shuffled) - 0.5) >= abs(observed - 0.5) - 1e-12
+        out.append((readers, w, observed, extreme / perms, sum(len(a) for a, _ in groups), sum(len(b) for _, b in groups)))
+    return out
+
+
+def read_rows(path):
+    ctx, runs = load(path)
     rows = {}
     for r in runs:
         key = parse(r["name"])
         if key and "objects_per_s" in r and not r.get("error_occurred"):
             rows.setdefault(key, []).append(r)
     if not rows:
-        sys.exit(f"{args.json}: no BM_ManyWriters results with real GPs")
+        sys.exit(f"{path}: no BM_ManyWriters results with real GPs")
+    return ctx, rows
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("json", nargs="+", help="one run's JSON; several: each, then what they show pooled")
+    ap.add_argument("--counts", action="store_true", help="also the medians of the per-case counts per mode")
+    args = ap.parse_args()
+    import random
+    rng = random.Random(35)
+    all_rows = []
+    for path in args.json:
+        ctx, rows = read_rows(path)
+        all_rows.append(rows)
+        report(path, ctx, rows, args.counts)
+        p = identical_code_passes(rows, rng)
+        if p is not None:
+            print(f"- identical code (random 7/7 splits of serialized + serialized_twin) meets the must-show's "
+                  f"sync_combined targets in every cell of this run in {100 * p:.1f} % of 2,000 splits")
+        print()
+    if len(all_rows) > 1:
+        print(f"Pooled over {len(all_rows)} runs: sync_combined's cases against serialized's and serialized_twin's "
+              "of the same run — the share of pairs in which sync_combined's is the larger (0.50: no difference; "
+              "p: labels permuted within each run, 2,000 times):")
+        print("| readers | W | objects/s: share (p) | mean GP: share (p) | rest per object: share (p) | cases |")
+        print("|---|---|---|---|---|---|")
+        for r in all_rows:
+            for v in r.values():
+                for case in v:
+                    if case.get("gps_per_object", -1) > 0 and "mean_gp_us" in case:
+                        case["rest_us"] = rest_us(case)
+        ops, gp, rest = (pooled(all_rows, f, rng) for f in ("objects_per_s", "mean_gp_us", "rest_us"))
+        for (readers, w, a, pa, na, nb), (_, _, g, pg, _, _), (_, _, x, px, _, _) in zip(ops, gp, rest):
+            print(f"| {readers} | {w} | {a:.2f} ({pa:.3f}) | {g:.2f} ({pg:.3f}) | {x:.2f} ({px:.3f}) | {na} vs {nb} |")
+
+
+def report(path, ctx, rows, counts):
     reps = {k: [r["objects_per_s"] for r in v] for k, v in rows.items()}
     has_state = any("ping_pong_ns" in r for v in rows.values() for r in v)
-    print(f"{args.json}: run date {ctx.get('date', '?')}, load average {ctx.get('load_avg', '?')}, "
+    print(f"{path}: run date {ctx.get('date', '?')}, load average {ctx.get('load_avg', '?')}, "
           f"CPUs: {ctx.get('mw_cpus', '?')}")
     state_col = " | fast state only (n) " if has_state else " "
     print(f"| readers | W | pair | ratio of the medians | per-repetition min..max | repetitions | target "
@@ -208,7 +309,7 @@ def main():
             print(f"- time-paired medians, {len(tps)} cells: {min(tps):.2f}..{max(tps):.2f}; "
                   f"below 1.0x: {sum(t < 1.0 for t in tps)}, below 0.9x: {sum(t < 0.9 for t in tps)}")
     standardized(rows)
-    if args.counts:
+    if counts:
         print()
         print("Medians per case: objects/s (k); mean GP (µs); the writers' voluntary / involuntary context "
               "switches per object; the writers' time on a CPU / runnable waiting for one per object (µs, "
