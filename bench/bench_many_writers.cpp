@@ -3,9 +3,13 @@
 //
 //   rcubatch_bench_many_writers [--mw_objects=10000] [--mw_objects_gp1ms=1000]
 //       [--mw_producer_seconds=5] [--mw_budget_bytes=N] [--mw_no_pin] [--mw_no_ping_pong]
-//       [--mw_gather_released] [any --benchmark_* flag]
+//       [--mw_gather_released] [--mw_control] [--mw_case_ping_pong] [any --benchmark_* flag]
 //   --mw_gather_released: sync_combined with combining_options::gather_released on (the leader
 //   sleeps for the callers the last shared batch released while its gather_meter finds it pays).
+//   --mw_control: also serialized_twin, serialized's code under another name, in the real-GP
+//   sweeps (readers 1 and 2): an A/A control — serialized_twin / serialized is what the protocol
+//   reads between two identical cases, the noise floor of sync_combined / serialized (issue 35).
+//   --mw_case_ping_pong: a ping-pong probe (<= 50 ms) before every sweep case (ping_pong_ns).
 //
 // The sweep, BM_ManyWriters/<flavor>/<mode>[/gp:1ms]/threads:<W> (W = 1, 2, 4, 8, Google
 // Benchmark's own ->Threads(W)): one rcubatch::registry (an lfht_index by key) is filled with
@@ -23,6 +27,7 @@
 //                        gate (combining.hpp) shares batches among the writers (issue 35)
 //   sync_reclaimer       (with the asynchronous registry) async_unregister::unregister: submit,
 //                        then wait for the ticket (sync_combined until issue 35)
+//   serialized_twin      (--mw_control) serialized's code, registered under another name
 // The flavor is memb; /gp:1ms is memb whose every grace period lasts at least 1 ms
 // (sim_gp_flavor.hpp: a stand-in for a many-core machine or a kernel-like GP, simulated — the
 // real memb GP here is ~17 µs). With gp:1ms each writer removes --mw_objects_gp1ms objects
@@ -30,6 +35,15 @@
 //
 // Counters of every sweep case (set by thread 0 only, so Google Benchmark's per-thread sum is
 // thread 0's value):
+//   case_start_s, load_1m  when the case started (s since the process started: the JSON lists a
+//                         case's repetitions together, not in the order they ran) and the load then
+//   ping_pong_ns, ping_pong_mean_ns  (--mw_case_ping_pong) the probe's best and mean round trip
+//   writer_run_us_per_object, writer_runqueue_us_per_object, writer_slices_per_object   the
+//                         writers' schedstat during their loops, summed: time on a CPU, time
+//                         runnable waiting for one, time slices (who the scheduler ran, per case)
+//   reader_cpu_share, reader_runqueue_share, reader_slices_per_object (reader2_*: readers:2's
+//                         second, on the writers' CPU)   a reader's time on a CPU and runnable over
+//                         the case's wall time (from before the writers' start to the end)
 //   objects_per_s         W x N / (first writer's start .. every object destroyed: for async the
 //                         drain, for call_rcu rcu_barrier are included)
 //   submit_objects_per_s  W x N / (first writer's start .. last writer's last call returned)
@@ -73,6 +87,7 @@
 #include <sched.h>
 #include <pthread.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -114,6 +129,10 @@ std::uint64_t now_ns() noexcept {
   return static_cast<std::uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch()).count());
 }
+// The process's start (main), from which each case's case_start_s counts: Google Benchmark
+// reports a case's repetitions together once its last one ran, so with random interleaving the
+// JSON's order is not the order they ran in; this is (bench/many_writers_ratios.py pairs by it).
+std::uint64_t g_process_start_ns = 0;
 
 // --- Options --------------------------------------------------------------------------------------
 struct options {
@@ -127,6 +146,13 @@ struct options {
   bool ping_pong = true;
   // --mw_gather_released: sync_combined with combining_options::gather_released on.
   bool gather_released = false;
+  // --mw_control: an A/A control, serialized_twin (serialized's code under another name) in both
+  // real-GP sweeps, so that serialized_twin / serialized shows what the protocol reads between two
+  // identical cases (issue 35: the noise floor a sync_combined / serialized ratio is read against).
+  bool control = false;
+  // --mw_case_ping_pong: a short ping-pong probe (<= 50 ms) before every sweep case, recorded as
+  // its ping_pong_ns / ping_pong_mean_ns counters: the VM's cache-line state per case, not per run.
+  bool case_ping_pong = false;
 };
 options g_opt;
 
@@ -240,6 +266,34 @@ cpu_plan make_cpu_plan(bool pin) {
   return p;
 }
 
+// --- The scheduler's view of a thread ------------------------------------------------------------
+/// /proc/.../schedstat of one thread: time on a CPU, time runnable but waiting for one (runqueue),
+/// time slices. What decides this bench with a reader on the writers' CPU is who runs when; these
+/// say it per thread, per case (issue 35: do the modes schedule the writers and that reader
+/// differently?). Zeros if the file cannot be read.
+struct sched_sample {
+  std::uint64_t run_ns = 0, wait_ns = 0, slices = 0;
+  sched_sample& operator-=(const sched_sample& o) noexcept {
+    run_ns -= o.run_ns;
+    wait_ns -= o.wait_ns;
+    slices -= o.slices;
+    return *this;
+  }
+};
+sched_sample read_schedstat(const char* path) noexcept {
+  sched_sample s;
+  if (FILE* f = std::fopen(path, "r")) {
+    unsigned long long r = 0, w = 0, n = 0;
+    if (std::fscanf(f, "%llu %llu %llu", &r, &w, &n) == 3) s = {r, w, n};
+    std::fclose(f);
+  }
+  return s;
+}
+sched_sample schedstat_of(pid_t tid) noexcept {
+  const std::string path = "/proc/self/task/" + std::to_string(tid) + "/schedstat";
+  return read_schedstat(path.c_str());
+}
+
 void pin_self(const cpu_set_t& set) noexcept { static_cast<void>(pthread_setaffinity_np(pthread_self(), sizeof set, &set)); }
 
 /// Pins the calling writer thread for its scope and restores its mask after (thread 0 is the
@@ -290,10 +344,13 @@ class busy_reader {
     if (thread_.joinable()) thread_.join();
   }
   std::uint64_t lookups() const noexcept { return lookups_.load(std::memory_order_relaxed); }
+  /// Its scheduler statistics so far (schedstat), read from another thread.
+  sched_sample sched() const noexcept { return schedstat_of(tid_.load(std::memory_order_acquire)); }
 
  private:
   void run() {
     rcubatch::thread_registration<memb> registration;
+    tid_.store(static_cast<pid_t>(gettid()), std::memory_order_release);
     if (g_cpus.pinned && cpu_ >= 0) {
       cpu_set_t one;
       CPU_ZERO(&one);
@@ -326,12 +383,13 @@ class busy_reader {
   const std::uint64_t seed_;  // two readers draw different keys
   std::thread thread_;
   std::atomic<bool> started_{false};
+  std::atomic<pid_t> tid_{0};
   alignas(64) std::atomic<bool> stop_{false};
   std::atomic<std::uint64_t> lookups_{0};
 };
 
 // --- Modes ----------------------------------------------------------------------------------------
-enum class mode { serialized, unlock_during_waits, call_rcu, async, sync_combined, sync_reclaimer };
+enum class mode { serialized, unlock_during_waits, call_rcu, async, sync_combined, sync_reclaimer, serialized_twin };
 
 const char* to_string(mode m) {
   switch (m) {
@@ -341,6 +399,7 @@ const char* to_string(mode m) {
     case mode::async: return "async";
     case mode::sync_combined: return "sync_combined";
     case mode::sync_reclaimer: return "sync_reclaimer";
+    case mode::serialized_twin: return "serialized_twin";
   }
   return "?";
 }
@@ -439,6 +498,9 @@ struct sweep_fixture {
   std::mutex merge_mutex;
   latency_histogram submit_latency;
   std::uint64_t voluntary_switches = 0, involuntary_switches = 0;  // the writers', summed (merge_mutex)
+  sched_sample writers_sched;  // the writers' schedstat during their loops, summed (merge_mutex)
+  std::vector<sched_sample> readers_sched0;  // each reader's at readers_sched0_ns
+  std::uint64_t readers_sched0_ns = 0;
   std::uint64_t gps0 = 0, gp_ns0 = 0, domain_gps0 = 0, lookups0 = 0;
 };
 
@@ -459,6 +521,7 @@ template <class Registry, class Reclaimer>
 [[gnu::noinline]] bool remove_one(Registry& reg, [[maybe_unused]] Reclaimer* reclaimer, mode m, mw_object& o) {
   switch (m) {
     case mode::serialized:
+    case mode::serialized_twin:  // --mw_control: serialized's code under another name (the A/A control)
     case mode::unlock_during_waits:
     case mode::sync_combined:  // the registry's gate when its options say so (make_sync_registry)
       return !reg.unregister(o).refused;
@@ -489,6 +552,18 @@ void bm_many_writers(benchmark::State& st, mode m, std::size_t per_thread, int r
   rcubatch::thread_registration<memb> memb_registration;
 
   if (me == 0) {
+    // Per case, before anything of the case runs (the other writers wait in Google Benchmark's
+    // start barrier, asleep): when it started, the load, and (--mw_case_ping_pong) the VM's state.
+    auto& c = st.counters;
+    c["case_start_s"] = static_cast<double>(now_ns() - g_process_start_ns) * 1e-9;
+    double load[1] = {-1};
+    static_cast<void>(getloadavg(load, 1));
+    c["load_1m"] = load[0];
+    if (g_opt.case_ping_pong) {
+      const rcubatch_bench::ping_pong_result pp = rcubatch_bench::ping_pong(200'000, 0.05);
+      c["ping_pong_ns"] = pp.best_ns;
+      c["ping_pong_mean_ns"] = pp.mean_ns;
+    }
     // Before thread 0 pins itself: the registry (and any thread it owns) and the reader get the
     // full CPU mask at creation.
     auto f = std::make_unique<sweep_fixture<Flavor>>(m);
@@ -511,6 +586,8 @@ void bm_many_writers(benchmark::State& st, mode m, std::size_t per_thread, int r
     f->gp_ns0 = Flavor::synchronize_ns();
     f->domain_gps0 = f->domain.stats().grace_periods;
     f->lookups0 = lookups_of(*f);
+    for (const auto& r : f->readers) f->readers_sched0.push_back(r->sched());
+    f->readers_sched0_ns = now_ns();
     g_sweep<Flavor> = std::move(f);
   }
   writer_pinning pinning;
@@ -523,6 +600,7 @@ void bm_many_writers(benchmark::State& st, mode m, std::size_t per_thread, int r
     latency_histogram submit;
     rusage ru0{};
     getrusage(RUSAGE_THREAD, &ru0);
+    const sched_sample sched0 = read_schedstat("/proc/thread-self/schedstat");
     mw_object* const* mine = f.objects.data() + (iteration * writers + me) * per_thread;
     for (std::size_t i = 0; i < per_thread; ++i) {
       mw_object& o = *mine[i];
@@ -534,7 +612,12 @@ void bm_many_writers(benchmark::State& st, mode m, std::size_t per_thread, int r
     }
     rusage ru1{};
     getrusage(RUSAGE_THREAD, &ru1);
+    sched_sample sched1 = read_schedstat("/proc/thread-self/schedstat");
+    sched1 -= sched0;
     std::scoped_lock lock(f.merge_mutex);  // before the end barrier: thread 0 reads it after
+    f.writers_sched.run_ns += sched1.run_ns;
+    f.writers_sched.wait_ns += sched1.wait_ns;
+    f.writers_sched.slices += sched1.slices;
     f.submit_latency.merge(submit);
     f.voluntary_switches += static_cast<std::uint64_t>(ru1.ru_nvcsw - ru0.ru_nvcsw);
     f.involuntary_switches += static_cast<std::uint64_t>(ru1.ru_nivcsw - ru0.ru_nivcsw);
@@ -550,6 +633,9 @@ void bm_many_writers(benchmark::State& st, mode m, std::size_t per_thread, int r
 #endif
   const std::uint64_t end = now_ns();
   const std::uint64_t lookups = lookups_of(f) - f.lookups0;
+  std::vector<sched_sample> readers_sched;
+  for (const auto& r : f.readers) readers_sched.push_back(r->sched());
+  const std::uint64_t readers_sched_ns = now_ns();
   for (auto& r : f.readers) r->stop();
 
   const auto objects = static_cast<double>(writers * per_thread * iteration);
@@ -593,6 +679,20 @@ void bm_many_writers(benchmark::State& st, mode m, std::size_t per_thread, int r
   // are its sleeps (the writer lock's futex, the gate's condition variable, a GP's futex wait).
   c["writer_voluntary_switches_per_object"] = static_cast<double>(f.voluntary_switches) / objects;
   c["writer_involuntary_switches_per_object"] = static_cast<double>(f.involuntary_switches) / objects;
+  // Who ran (schedstat): the writers' time on a CPU and runnable-but-waiting per object, and each
+  // reader's share of the case's wall time on a CPU and waiting (reader 2 shares the writers' CPU).
+  c["writer_run_us_per_object"] = static_cast<double>(f.writers_sched.run_ns) * 1e-3 / objects;
+  c["writer_runqueue_us_per_object"] = static_cast<double>(f.writers_sched.wait_ns) * 1e-3 / objects;
+  c["writer_slices_per_object"] = static_cast<double>(f.writers_sched.slices) / objects;
+  for (std::size_t i = 0; i < readers_sched.size() && i < f.readers_sched0.size(); ++i) {
+    sched_sample d = readers_sched[i];
+    d -= f.readers_sched0[i];
+    const double wall = static_cast<double>(readers_sched_ns - f.readers_sched0_ns);
+    const std::string name = i == 0 ? "reader" : "reader" + std::to_string(i + 1);
+    c[name + "_cpu_share"] = wall > 0 ? static_cast<double>(d.run_ns) / wall : 0.0;
+    c[name + "_runqueue_share"] = wall > 0 ? static_cast<double>(d.wait_ns) / wall : 0.0;
+    c[name + "_slices_per_object"] = static_cast<double>(d.slices) / objects;
+  }
   c["mean_gp_us"] = gps > 0 ? gp_ns / gps * 1e-3 : 0.0;
   c["gp_min_us"] = static_cast<double>(Flavor::min_gp_us);
   c["submit_p50_us"] = f.submit_latency.quantile(0.50) * 1e-3;
@@ -612,6 +712,7 @@ template <class Flavor>
 void register_sweep(const char* suffix, std::size_t per_thread) {
   std::vector<mode> modes{mode::serialized, mode::unlock_during_waits, mode::sync_combined};
   if (Flavor::min_gp_us == 0) modes.push_back(mode::call_rcu);
+  if (Flavor::min_gp_us == 0 && g_opt.control) modes.push_back(mode::serialized_twin);
   if (RCUBATCH_BENCH_HAVE_ASYNC) {
     modes.push_back(mode::async);
     modes.push_back(mode::sync_reclaimer);
@@ -629,6 +730,7 @@ void register_two_reader_sweep(std::size_t per_thread) {
   std::vector<mode> modes{mode::serialized, mode::sync_combined};
   if (RCUBATCH_BENCH_HAVE_ASYNC) modes.push_back(mode::async);
   modes.push_back(mode::call_rcu);
+  if (g_opt.control) modes.push_back(mode::serialized_twin);
   for (mode m : modes) {
     const std::string name = std::string("BM_ManyWriters/memb/readers:2/") + to_string(m);
     benchmark::RegisterBenchmark(name.c_str(), [m, per_thread](benchmark::State& st) {
@@ -754,6 +856,7 @@ bool parse_size(const char* arg, const char* flag, std::size_t& out) {
 
 int main(int argc, char** argv) {
   using namespace rcubatch_bench::many_writers;
+  g_process_start_ns = now_ns();
   std::vector<char*> args{argv[0]};
   static char default_min_time[] = "--benchmark_min_time=0";
   args.push_back(default_min_time);  // first, so a user's --benchmark_min_time wins
@@ -773,6 +876,8 @@ int main(int argc, char** argv) {
     } else if (std::strcmp(a, "--mw_no_pin") == 0) g_opt.pin = false;
     else if (std::strcmp(a, "--mw_no_ping_pong") == 0) g_opt.ping_pong = false;
     else if (std::strcmp(a, "--mw_gather_released") == 0) g_opt.gather_released = true;
+    else if (std::strcmp(a, "--mw_control") == 0) g_opt.control = true;
+    else if (std::strcmp(a, "--mw_case_ping_pong") == 0) g_opt.case_ping_pong = true;
     else args.push_back(argv[i]);
   }
 
@@ -787,6 +892,8 @@ int main(int argc, char** argv) {
   benchmark::AddCustomContext("mw_objects_per_thread_gp1ms", std::to_string(g_opt.objects_per_thread_gp1ms));
   benchmark::AddCustomContext("mw_producer_seconds", std::to_string(g_opt.producer_seconds));
   benchmark::AddCustomContext("mw_budget_bytes", std::to_string(g_opt.budget_bytes));
+  benchmark::AddCustomContext("mw_control", g_opt.control ? "serialized_twin registered (A/A control)" : "off");
+  benchmark::AddCustomContext("mw_case_ping_pong", g_opt.case_ping_pong ? "on" : "off");
   benchmark::AddCustomContext("mw_object_bytes", std::to_string(kObjectBytes));
   benchmark::AddCustomContext("mw_async", RCUBATCH_BENCH_HAVE_ASYNC ? "built" : "not built (no rcubatch/async_unregister.hpp)");
   benchmark::AddCustomContext("mw_gp_1ms", "simulated: real memb GP, then sleep until 1 ms since its start "
