@@ -836,6 +836,12 @@ MUTANTS += [  # issue 35, submit's instructions (branch r35-insn, 2026-12-06)
      au(r"misuse_fails_loudly_and_changes_nothing")),
 ]
 
+MUTANTS += [  # CI of stop 45: a stall line for an object freed during the report pass (killed by hand, 2026-12-06)
+    ("stall_line_for_a_freed_object", RM,
+     "    if (holders == 0) return;\n", "",
+     ("ref_drain_test", r"^ref_drain\.ref_drain\.an_object_whose_last_put_lands_during_the_report_pass_gets_no_line$")),
+]
+
 # Last: every MUTANTS += above is in the list main() runs (a block appended after this line is not).
 if __name__ == "__main__":
     main()

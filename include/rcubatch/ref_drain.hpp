@@ -60,9 +60,10 @@
 // While objects remain it wakes on two timers (drain_options):
 //   - every rebroadcast_interval (1 s): calls the policy's rebroadcast(obj) for each, under the
 //     writer lock, so holders that cache references (the dst cache analogue) can let go;
-//   - every stall_report_interval (10 s): prints, per object,
+//   - every stall_report_interval (10 s): prints, per object still held (n >= 1 when read),
 //       "waiting for <name> to become free. Usage count = <n>"
-//     through drain_options::reporter (stderr by default).
+//     through drain_options::reporter (stderr by default). An object whose last put() lands
+//     during the pass gets no line: it is free, and the drain's next pass destroys it.
 #pragma once
 
 #include <algorithm>

@@ -547,6 +547,11 @@ class typed_lane : public lane_base {
   /// type, address, batch and phase ("waiting for ns::widget at 0x55d0c0 (batch 17, phase
   /// ref_drain) to become free. Usage count = 1"). Probe drain_stall carries the same.
   void report_stall(const registrable_base& r, std::size_t& reports) noexcept override {
+    // Read once, before the line: a holder's last put() may land between the drain's "still
+    // held" and here. At zero the object is free (the put told the drain, whose next pass
+    // destroys it): a line saying "Usage count = 0" would name a holder that no longer exists.
+    const std::uint64_t holders = r.refs().count();
+    if (holders == 0) return;
     const T& obj = access::downcast<T>(const_cast<registrable_base&>(r));
     const std::uint64_t batch_id = batch_access::stats(owner_batch()).batch_id;
     diag_text line("waiting for ");
@@ -573,7 +578,6 @@ class typed_lane : public lane_base {
       line += ")";
     }
     line += " to become free. Usage count = ";
-    const std::uint64_t holders = r.refs().count();
     line += holders;
     // The probe's name argument: the policy's name, or the type's (the address is an argument).
     const char* const name_arg = hooks_type::has_name ? what.c_str() : type_name<T>().data();
