@@ -840,6 +840,11 @@ MUTANTS += [  # CI of stop 45: a stall line for an object freed during the repor
     ("stall_line_for_a_freed_object", RM,
      "    if (holders == 0) return;\n", "",
      ("ref_drain_test", r"^ref_drain\.ref_drain\.an_object_whose_last_put_lands_during_the_report_pass_gets_no_line$")),
+    # Issue 35's contract (r35-insn): a submit in liburcu's own read section is refused only when it would wait.
+    ("raw_read_section_refused_even_when_nothing_waits", AU,
+     '    if (!outside_read_guard("submit") || !writer_lock_not_held("submit")) return r;',
+     '    if (!outside_read_section("submit") || !writer_lock_not_held("submit")) return r;',
+     au(r"a_submit_in_a_raw_read_section_that_waits_for_nothing_goes_through")),
 ]
 
 # Last: every MUTANTS += above is in the list main() runs (a block appended after this line is not).

@@ -108,6 +108,23 @@ TEST_F(registry_counting, unregister_many_of_ten_thousand_costs_two_grace_period
   EXPECT_TRUE(reg.index<by_name>().empty());
 }
 
+TEST_F(registry_counting, unregister_many_with_an_object_named_twice_unregisters_it_once) {
+  // As unreg_queue::push: the second name moves the object to the queue's tail, so the batch
+  // holds it once — destroyed once, counted once (push_range, by contrast, refuses a repeat).
+  basic_registry<CF, std::mutex, items_with_uninit> reg;
+  std::vector<item*> all;
+  for (int i = 0; i < 3; ++i) {
+    all.push_back(new item(i, "item-" + std::to_string(i)));
+    ASSERT_TRUE(reg.add(*all.back()));
+  }
+  const std::vector<item*> named{all[0], all[1], all[0], all[2], all[2]};
+  const batch_stats st = reg.unregister_many(named);
+  EXPECT_EQ(st.objects, 3u);
+  EXPECT_EQ(st.grace_periods, 2u);
+  EXPECT_EQ(reg.policy<items_with_uninit>().destroyed, 3);
+  EXPECT_TRUE(reg.index<by_id>().empty());
+}
+
 TEST_F(registry_counting, a_duplicate_add_leaves_nothing_half_published) {
   basic_registry<CF, std::mutex, items> reg;
   auto* a = new item(1, "a");

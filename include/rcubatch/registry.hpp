@@ -331,7 +331,9 @@ class basic_registry {
   /// Requires: every element is (or points to) a registered object of this registry; outside
   /// read-side sections. Elements may be objects or pointers (T&, T*, of any policy's type).
   /// Effects: as unregister, for all of them in one batch: ≤ 2 grace periods whatever the size;
-  /// always the registry's own batch, attached reclaimer or not (it is one batch already).
+  /// always the registry's own batch, attached reclaimer or not (it is one batch already). An
+  /// object named twice is unregistered once (unreg_queue::push moves it to the queue's tail, at
+  /// O(its position) — unlike unreg_queue::push_range, which refuses it).
   /// Misuse and Throws: as unregister; a null pointer throws std::invalid_argument. Any refusal
   /// happens before the batch starts and leaves every object registered.
   /// Complexity: O(N + dependents). Blocking: as unregister.
